@@ -1,0 +1,72 @@
+// peakline._core: the nanobind module. Conversion only — no logic lives here; see
+// engine/profiler.h for the API and docs/internals-raw-samples.md for the data shape.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include <stdexcept>
+
+#include "engine/profiler.h"
+
+namespace nb = nanobind;
+using peakline::engine::ProfilerConfig;
+using peakline::engine::Snapshot;
+
+namespace {
+
+void Start(int64_t cpu_interval_ns, int64_t tick_ns, bool sample_native_threads, int main_tid,
+           nb::bytes call_opcodes) {
+  ProfilerConfig config;
+  config.cpu_interval_ns = cpu_interval_ns;
+  config.tick_ns = tick_ns;
+  config.sample_native_threads = sample_native_threads;
+  config.main_tid = main_tid;
+  const auto* ops = static_cast<const unsigned char*>(call_opcodes.data());
+  for (size_t i = 0; i < call_opcodes.size() && i < 256; ++i) config.call_opcodes[i] = ops[i] != 0;
+  if (std::string err = peakline::engine::StartProfiler(config); !err.empty()) {
+    throw std::runtime_error(err);
+  }
+}
+
+void Stop() {
+  if (std::string err = peakline::engine::StopProfiler(); !err.empty()) {
+    throw std::runtime_error(err);
+  }
+}
+
+nb::dict Collect() {
+  const Snapshot snap = peakline::engine::CollectProfile();
+  nb::list frames;
+  for (const auto& [file, function, first_lineno, lineno] : snap.frames) {
+    frames.append(nb::make_tuple(file, function, first_lineno, lineno));
+  }
+  nb::list stacks;
+  for (const Snapshot::Stack& s : snap.stacks) {
+    nb::list ids;
+    for (uint32_t id : s.frames) ids.append(id);
+    stacks.append(nb::make_tuple(s.tid, nb::tuple(ids), s.cpu_python_ns, s.cpu_native_ns,
+                                 s.cpu_system_ns, s.wait_ns, s.cpu_samples, s.wait_samples));
+  }
+  nb::list threads;
+  for (const auto& [tid, python, cpu_ns, wait_ns] : snap.threads) {
+    threads.append(nb::make_tuple(tid, python, cpu_ns, wait_ns));
+  }
+  nb::dict stats;
+  for (const auto& [name, value] : snap.stats) stats[name.c_str()] = value;
+  nb::dict out;
+  out["frames"] = frames;
+  out["stacks"] = stacks;
+  out["threads"] = threads;
+  out["stats"] = stats;
+  return out;
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "peakline's C++ measuring core (internal; use the peakline package API)";
+  m.def("start", &Start, nb::arg("cpu_interval_ns"), nb::arg("tick_ns"),
+        nb::arg("sample_native_threads"), nb::arg("main_tid"), nb::arg("call_opcodes"));
+  m.def("stop", &Stop);
+  m.def("active", &peakline::engine::ProfilerActive);
+  m.def("collect", &Collect);
+}

@@ -1,0 +1,297 @@
+#include "engine/aggregator.h"
+
+#include <dirent.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_set>
+
+#include "engine/python_frames.h"
+#include "engine/thread_cpu_timer.h"
+
+namespace peakline::engine {
+
+namespace {
+
+// Slots are pooled, never freed: a signal queued before its timer was deleted may still
+// arrive carrying a slot's address, so that address must stay valid memory for the life of
+// the process. The pool is bounded by the peak number of concurrently sampled threads.
+// Guarded by the GIL (only the aggregator registers and retires slots).
+std::vector<ThreadSlot*>& SlotPool() {
+  static auto* pool = new std::vector<ThreadSlot*>();
+  return *pool;
+}
+
+ThreadSlot* TakeSlot(size_t ring_bytes) {
+  auto& pool = SlotPool();
+  for (size_t i = 0; i < pool.size(); ++i) {
+    if (pool[i]->ring.capacity() == ring_bytes) {
+      ThreadSlot* slot = pool[i];
+      pool[i] = pool.back();
+      pool.pop_back();
+      return slot;
+    }
+  }
+  return new ThreadSlot(ring_bytes);
+}
+
+}  // namespace
+
+Aggregator::Aggregator(const AggregatorConfig& config) : config_(config), resolver_(&table_) {}
+
+Aggregator::~Aggregator() {
+  for (auto& [tid, slot] : slots_) {
+    if (slot->armed) timer_delete(slot->timer);
+    SlotPool().push_back(slot);
+  }
+}
+
+void Aggregator::Start() {
+  RegisterPythonThreads();
+  if (config_.sample_native_threads) ScanNativeThreads();
+  thread_ = std::thread([this] { Run(); });
+  thread_started_ = true;
+}
+
+void Aggregator::StopThread() {
+  if (!thread_started_) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  thread_started_ = false;
+  stopped_ = true;
+  for (auto& [tid, slot] : slots_) {
+    if (slot->armed) {
+      timer_delete(slot->timer);
+      slot->armed = false;
+    }
+  }
+}
+
+void Aggregator::Run() {
+  own_tid_ = CurrentTid();
+  PyThreadState* ts = PyThreadState_New(PyInterpreterState_Main());
+  int64_t tick = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (cv_.wait_for(lock, std::chrono::nanoseconds(config_.tick_ns), [this] { return stop_; }))
+        break;
+    }
+    PyEval_RestoreThread(ts);
+    if (config_.sample_native_threads && tick % 10 == 0) ScanNativeThreads();
+    Tick(/*measure_wait=*/true);
+    PyEval_SaveThread();
+    ++tick;
+  }
+  PyEval_RestoreThread(ts);
+  PyThreadState_Clear(ts);
+  PyThreadState_DeleteCurrent();
+}
+
+void Aggregator::Drain(bool measure_wait) { Tick(measure_wait); }
+
+void Aggregator::Tick(bool measure_wait) {
+  ++stats_.ticks;
+  RegisterPythonThreads();
+  main_stack_valid_ = false;
+  const int64_t now = MonotonicNowNs();
+  if (measure_wait) {
+    for (auto& [tid, slot] : slots_) {
+      auto it = tstates_.find(tid);
+      if (it != tstates_.end()) MeasureWait(slot, it->second, now);
+    }
+  }
+  for (auto& [tid, slot] : slots_) DrainRing(slot);
+}
+
+void Aggregator::RegisterPythonThreads() {
+  tstates_.clear();
+  for (PyThreadState* ts = PyInterpreterState_ThreadHead(PyInterpreterState_Main()); ts != nullptr;
+       ts = PyThreadState_Next(ts)) {
+    const auto tid = static_cast<pid_t>(ts->native_thread_id);
+    if (tid == 0 || tid == own_tid_) continue;
+    tstates_[tid] = ts;
+    auto it = slots_.find(tid);
+    ThreadSlot* slot = it == slots_.end() ? Register(tid, true) : it->second;
+    if (slot != nullptr) slot->python = true;
+  }
+  // Python thread states that went away: the OS thread may live on (a native thread that
+  // called into Python and left), so a slot is retired only once its thread is gone.
+  std::vector<ThreadSlot*> gone;
+  for (auto& [tid, slot] : slots_) {
+    if (tstates_.count(tid)) continue;
+    slot->python = false;
+    if (ThreadCpuTimeNs(tid) < 0) gone.push_back(slot);
+  }
+  for (ThreadSlot* slot : gone) Retire(slot);
+}
+
+void Aggregator::ScanNativeThreads() {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return;
+  std::unordered_set<pid_t> alive;
+  while (dirent* e = readdir(dir)) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (tid <= 0) continue;
+    alive.insert(tid);
+    if (tid != own_tid_ && !slots_.count(tid)) Register(tid, false);
+  }
+  closedir(dir);
+  std::vector<ThreadSlot*> gone;
+  for (auto& [tid, slot] : slots_) {
+    if (!alive.count(tid)) gone.push_back(slot);
+  }
+  for (ThreadSlot* slot : gone) Retire(slot);
+}
+
+ThreadSlot* Aggregator::Register(pid_t tid, bool python) {
+  if (stopped_) return nullptr;
+  const int64_t cpu = ThreadCpuTimeNs(tid);
+  if (cpu < 0) return nullptr;
+  ThreadSlot* slot = TakeSlot(config_.ring_bytes);
+  slot->Reset(tid);
+  slot->python = python;
+  slot->last_cpu_ns = cpu;
+  slot->wait_last_cpu_ns = cpu;
+  slot->wait_last_wall_ns = MonotonicNowNs();
+  // Random first expiry in (0, interval]: threads started together are not sampled in
+  // lock-step with each other or with periodic work (xorshift; no libc rand state).
+  seed_ ^= seed_ << 13;
+  seed_ ^= seed_ >> 7;
+  seed_ ^= seed_ << 17;
+  const int64_t first = 1 + static_cast<int64_t>(seed_ % static_cast<uint64_t>(config_.cpu_interval_ns));
+  if (ArmThreadCpuTimer(tid, config_.signo, slot, config_.cpu_interval_ns, first, &slot->timer) == 0) {
+    slot->armed = true;
+  } else {
+    ++stats_.timer_errors;
+  }
+  slots_[tid] = slot;
+  return slot;
+}
+
+void Aggregator::Retire(ThreadSlot* slot) {
+  if (slot->armed) {
+    timer_delete(slot->timer);
+    slot->armed = false;
+  }
+  DrainRing(slot);
+  stats_.dropped_samples += static_cast<int64_t>(slot->dropped.load(std::memory_order_relaxed));
+  retired_.push_back(ThreadSummary{slot->tid, slot->python, slot->cpu_ns, slot->wait_ns});
+  slots_.erase(slot->tid);
+  SlotPool().push_back(slot);
+}
+
+void Aggregator::MeasureWait(ThreadSlot* slot, PyThreadState* ts, int64_t now_ns) {
+  const int64_t cpu = ThreadCpuTimeNs(slot->tid);
+  if (cpu < 0) return;
+  const int64_t off = (now_ns - slot->wait_last_wall_ns) - (cpu - slot->wait_last_cpu_ns);
+  slot->wait_last_wall_ns = now_ns;
+  slot->wait_last_cpu_ns = cpu;
+  if (off <= 0) return;
+  RawFrame frames[kMaxFrames];
+  const StackRead r = ReadPythonStack(ts, frames, kMaxFrames);
+  stats_.invalid_frames += r.invalid;
+  if (r.truncated) ++stats_.truncated_stacks;
+  ResolveFrames(frames, r.nframes, &scratch_ids_);
+  profile::StackCounters& c = table_.Stack(slot->tid, scratch_ids_.data(), scratch_ids_.size());
+  c.wait_ns += off;
+  ++c.wait_samples;
+  slot->wait_ns += off;
+  ++stats_.wait_samples;
+}
+
+void Aggregator::DrainRing(ThreadSlot* slot) {
+  for (;;) {
+    const size_t n = slot->ring.Read(record_, sizeof(record_));
+    if (n == 0) break;
+    if (n == SIZE_MAX || n < sizeof(SampleHeader)) {
+      ++stats_.dropped_samples;
+      continue;
+    }
+    SampleHeader header;
+    std::memcpy(&header, record_, sizeof(header));
+    if (sizeof(header) + header.nframes * sizeof(RawFrame) != n) {
+      ++stats_.dropped_samples;
+      continue;
+    }
+    ProcessSample(slot, header, reinterpret_cast<const RawFrame*>(record_ + sizeof(header)));
+  }
+}
+
+void Aggregator::ProcessSample(ThreadSlot* slot, const SampleHeader& header,
+                               const RawFrame* frames) {
+  ++stats_.cpu_samples;
+  stats_.invalid_frames += header.invalid_frames;
+  if (header.flags & kFlagTruncated) ++stats_.truncated_stacks;
+  std::vector<uint32_t>* ids = &scratch_ids_;
+  if (header.kind == SampleKind::kNoThread) {
+    MainThreadStack(&main_stack_);
+    ids = &main_stack_;
+  } else {
+    ResolveFrames(frames, header.nframes, &scratch_ids_);
+  }
+  profile::StackCounters& c = table_.Stack(slot->tid, ids->data(), ids->size());
+  const int64_t rest = header.cpu_delta_ns - header.system_delta_ns;
+  if (header.kind == SampleKind::kPython) {
+    c.cpu_python_ns += rest;
+  } else {
+    c.cpu_native_ns += rest;
+  }
+  c.cpu_system_ns += header.system_delta_ns;
+  ++c.cpu_samples;
+  slot->cpu_ns += header.cpu_delta_ns;
+}
+
+void Aggregator::MainThreadStack(std::vector<uint32_t>* out) {
+  if (main_stack_valid_) return;
+  main_stack_valid_ = true;
+  out->clear();
+  auto it = tstates_.find(config_.main_tid);
+  if (it == tstates_.end()) return;
+  RawFrame frames[kMaxFrames];
+  const StackRead r = ReadPythonStack(it->second, frames, kMaxFrames);
+  ResolveFrames(frames, r.nframes, out);
+}
+
+void Aggregator::ResolveFrames(const RawFrame* frames, int n, std::vector<uint32_t>* out) {
+  out->clear();
+  for (int i = 0; i < n; ++i) {
+    out->push_back(resolver_.Resolve(const_cast<PyObject*>(static_cast<const PyObject*>(frames[i].code)),
+                                     frames[i].lasti));
+  }
+}
+
+void Aggregator::BeforeCodeFreed(PyObject* code) {
+  bool pending = false;
+  for (auto& [tid, slot] : slots_) pending |= !slot->ring.Empty();
+  if (pending) {
+    RegisterPythonThreads();  // tstates_ may be stale between ticks
+    main_stack_valid_ = false;
+    for (auto& [tid, slot] : slots_) DrainRing(slot);
+  }
+  resolver_.Forget(code);
+}
+
+std::vector<ThreadSummary> Aggregator::Threads() const {
+  std::vector<ThreadSummary> out = retired_;
+  for (const auto& [tid, slot] : slots_) {
+    out.push_back(ThreadSummary{tid, slot->python, slot->cpu_ns, slot->wait_ns});
+  }
+  return out;
+}
+
+int64_t Aggregator::DroppedSamples() const {
+  int64_t n = stats_.dropped_samples;
+  for (const auto& [tid, slot] : slots_) {
+    n += static_cast<int64_t>(slot->dropped.load(std::memory_order_relaxed));
+  }
+  return n;
+}
+
+}  // namespace peakline::engine

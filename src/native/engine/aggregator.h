@@ -1,0 +1,124 @@
+// Aggregator: the background thread that turns raw samples into the StackTable.
+//
+// Every tick (default 20 ms) it takes the GIL once and
+//   1. registers new Python threads (arming a CPU timer for each) and retires finished ones;
+//   2. measures each Python thread's off-CPU time since the last tick (wall delta minus CPU
+//      delta) and charges it, as wait time, to that thread's current stack — read directly,
+//      which is safe because no other thread can push or pop frames while we hold the GIL;
+//   3. drains every thread's ring and resolves (code, offset) pairs to lines.
+// Every 10th tick it also scans /proc/self/task for native threads (BLAS, torch workers) and
+// arms timers for them; their CPU is charged to the main thread's current stack.
+//
+// Guarded by the GIL: the slot table, the resolver and the stack table are touched only with
+// the GIL held (the tick, the final Drain() in Stop, and the code-dealloc hook), so rings have
+// exactly one consumer at a time.
+#ifndef PEAKLINE_ENGINE_AGGREGATOR_H_
+#define PEAKLINE_ENGINE_AGGREGATOR_H_
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/code_resolver.h"
+#include "engine/sample_record.h"
+#include "engine/thread_slot.h"
+#include "profile/stack_table.h"
+
+namespace peakline::engine {
+
+struct AggregatorConfig {
+  int64_t cpu_interval_ns = 10'000'000;
+  int64_t tick_ns = 20'000'000;
+  size_t ring_bytes = 128 * 1024;
+  bool sample_native_threads = true;
+  pid_t main_tid = 0;
+  int signo = 0;
+};
+
+struct AggregatorStats {
+  int64_t cpu_samples = 0;
+  int64_t wait_samples = 0;
+  int64_t dropped_samples = 0;
+  int64_t invalid_frames = 0;
+  int64_t truncated_stacks = 0;
+  int64_t ticks = 0;
+  int64_t timer_errors = 0;
+};
+
+struct ThreadSummary {
+  pid_t tid;
+  bool python;
+  int64_t cpu_ns;
+  int64_t wait_ns;
+};
+
+class Aggregator {
+ public:
+  explicit Aggregator(const AggregatorConfig& config);
+  ~Aggregator();
+
+  // GIL held. Registers the calling thread's interpreter threads and starts the tick thread.
+  void Start();
+  // Called WITHOUT the GIL: stops and joins the tick thread, deletes all timers.
+  void StopThread();
+  // GIL held: final wait measurement and drain of everything still queued.
+  void Drain(bool measure_wait);
+
+  profile::StackTable& table() { return table_; }
+  const AggregatorStats& stats() const { return stats_; }
+  const AggregatorConfig& config() const { return config_; }
+  std::vector<ThreadSummary> Threads() const;
+  int64_t DroppedSamples() const;
+
+  // GIL held: resolve everything pending, then forget this code object.
+  void BeforeCodeFreed(PyObject* code);
+
+ private:
+  void Run();
+  void Tick(bool measure_wait);
+  void RegisterPythonThreads();
+  void ScanNativeThreads();
+  ThreadSlot* Register(pid_t tid, bool python);
+  void Retire(ThreadSlot* slot);
+  void MeasureWait(ThreadSlot* slot, PyThreadState* ts, int64_t now_ns);
+  void DrainRing(ThreadSlot* slot);
+  void ProcessSample(ThreadSlot* slot, const SampleHeader& header, const RawFrame* frames);
+  void MainThreadStack(std::vector<uint32_t>* out);
+  void ResolveFrames(const RawFrame* frames, int n, std::vector<uint32_t>* out);
+
+  const AggregatorConfig config_;
+  profile::StackTable table_;
+  CodeResolver resolver_;
+  AggregatorStats stats_;
+
+  std::unordered_map<pid_t, ThreadSlot*> slots_;  // live and retired-but-draining slots
+  std::unordered_map<pid_t, PyThreadState*> tstates_;  // refreshed every tick
+  std::vector<ThreadSummary> retired_;
+  pid_t own_tid_ = 0;
+  uint64_t seed_ = 0x2545F4914F6CDD1DULL;
+
+  std::vector<uint32_t> scratch_ids_;
+  std::vector<uint32_t> main_stack_;
+  bool main_stack_valid_ = false;
+  alignas(8) uint8_t record_[kMaxRecordBytes];
+
+  std::mutex mu_;  // guards stop_ for the condition variable
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool stopped_ = false;  // after StopThread: no new timers (aggregator/GIL-owned)
+  std::atomic<bool> thread_started_{false};
+  std::thread thread_;
+};
+
+}  // namespace peakline::engine
+
+#endif  // PEAKLINE_ENGINE_AGGREGATOR_H_

@@ -1,0 +1,52 @@
+// Profiler: the process-wide CPU sampling session (one at a time). This is the only API the
+// binding sees. All functions are called with the GIL held, from Python.
+#ifndef PEAKLINE_ENGINE_PROFILER_H_
+#define PEAKLINE_ENGINE_PROFILER_H_
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace peakline::engine {
+
+struct ProfilerConfig {
+  int64_t cpu_interval_ns = 10'000'000;
+  int64_t tick_ns = 20'000'000;
+  bool sample_native_threads = true;
+  pid_t main_tid = 0;
+  // call_opcodes[op]: op calls into a callable (CALL, PRECALL, CALL_FUNCTION_EX, and their
+  // specialised forms). Interpreter time under such an op is native time (a C builtin such as
+  // sorted() is running); under any other op it is Python time. Computed by Python from the
+  // `dis`/`opcode` tables of the running interpreter.
+  std::array<bool, 256> call_opcodes{};
+};
+
+// Plain data handed to the binding; shape documented in docs/internals-raw-samples.md.
+struct Snapshot {
+  std::vector<std::tuple<std::string, std::string, int, int>> frames;
+  struct Stack {
+    pid_t tid;
+    std::vector<uint32_t> frames;  // leaf first
+    int64_t cpu_python_ns, cpu_native_ns, cpu_system_ns, wait_ns, cpu_samples, wait_samples;
+  };
+  std::vector<Stack> stacks;
+  std::vector<std::tuple<pid_t, bool, int64_t, int64_t>> threads;
+  std::vector<std::pair<std::string, int64_t>> stats;
+};
+
+// Returns "" on success, else a one-line reason (already profiling, frame layout mismatch,
+// signal or timer set-up failure).
+[[nodiscard]] std::string StartProfiler(const ProfilerConfig& config);
+// Stops sampling and drains everything still queued. Returns "" or a reason.
+[[nodiscard]] std::string StopProfiler();
+bool ProfilerActive();
+// The data of the last stopped session (empty if none).
+Snapshot CollectProfile();
+
+}  // namespace peakline::engine
+
+#endif  // PEAKLINE_ENGINE_PROFILER_H_

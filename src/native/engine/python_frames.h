@@ -1,0 +1,113 @@
+// Reading CPython's frame stack without the Python API.
+//
+// Why: the CPU signal handler must capture "(code object, instruction offset)" of every frame
+// of the interrupted thread in about a nanosecond per frame, without the GIL and without
+// allocating (PyThreadState_GetFrame may allocate a frame object). We read the private
+// _PyInterpreterFrame directly, through a mirror of the fields we need, per CPython minor
+// version (the layouts below are copied in shape, not code, from Include/internal/
+// pycore_frame.h of 3.11, 3.12 and 3.13). SelfCheck() verifies the mirror against the real
+// interpreter at start-up; if it fails, stack capture is disabled rather than trusted.
+//
+// Every pointer read is validated (type of the code object, instruction inside the code) and
+// bad frames are counted and dropped, never followed.
+#ifndef PEAKLINE_ENGINE_PYTHON_FRAMES_H_
+#define PEAKLINE_ENGINE_PYTHON_FRAMES_H_
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <cstdint>
+
+#include "engine/sample_record.h"
+
+namespace peakline::engine {
+
+namespace cpython {
+
+#if PY_VERSION_HEX >= 0x030E0000
+#error "peakline: frame layout for this CPython version is not known yet"
+#elif PY_VERSION_HEX >= 0x030D0000
+struct InterpreterFrame {
+  PyObject* f_executable;
+  InterpreterFrame* previous;
+  PyObject* f_funcobj;
+  PyObject* f_globals;
+  PyObject* f_builtins;
+  PyObject* f_locals;
+  PyObject* frame_obj;
+  uint16_t* instr_ptr;  // the instruction being executed
+  int stacktop;
+  uint16_t return_offset;
+  char owner;
+};
+inline PyObject* FrameCode(const InterpreterFrame* f) { return f->f_executable; }
+inline const uint16_t* FrameInstr(const InterpreterFrame* f) { return f->instr_ptr; }
+inline constexpr char kOwnedByCStack = 3;
+inline InterpreterFrame* CurrentFrame(PyThreadState* ts) {
+  return reinterpret_cast<InterpreterFrame*>(ts->current_frame);
+}
+#elif PY_VERSION_HEX >= 0x030C0000
+struct InterpreterFrame {
+  PyObject* f_code;
+  InterpreterFrame* previous;
+  PyObject* f_funcobj;
+  PyObject* f_globals;
+  PyObject* f_builtins;
+  PyObject* f_locals;
+  PyObject* frame_obj;
+  uint16_t* prev_instr;  // the instruction being executed (set at each instruction start)
+  int stacktop;
+  uint16_t return_offset;
+  char owner;
+};
+inline PyObject* FrameCode(const InterpreterFrame* f) { return f->f_code; }
+inline const uint16_t* FrameInstr(const InterpreterFrame* f) { return f->prev_instr; }
+inline constexpr char kOwnedByCStack = 3;
+inline InterpreterFrame* CurrentFrame(PyThreadState* ts) {
+  return ts->cframe ? reinterpret_cast<InterpreterFrame*>(ts->cframe->current_frame) : nullptr;
+}
+#elif PY_VERSION_HEX >= 0x030B0000
+struct InterpreterFrame {
+  PyObject* f_func;
+  PyObject* f_globals;
+  PyObject* f_builtins;
+  PyObject* f_locals;
+  PyObject* f_code;
+  PyObject* frame_obj;
+  InterpreterFrame* previous;
+  uint16_t* prev_instr;
+  int stacktop;
+  bool is_entry;
+  char owner;
+};
+inline PyObject* FrameCode(const InterpreterFrame* f) { return f->f_code; }
+inline const uint16_t* FrameInstr(const InterpreterFrame* f) { return f->prev_instr; }
+inline constexpr char kOwnedByCStack = -1;  // no shim frames in 3.11
+inline InterpreterFrame* CurrentFrame(PyThreadState* ts) {
+  return ts->cframe ? reinterpret_cast<InterpreterFrame*>(ts->cframe->current_frame) : nullptr;
+}
+#else
+#error "peakline needs CPython 3.11 or newer"
+#endif
+
+}  // namespace cpython
+
+struct StackRead {
+  int nframes = 0;
+  int invalid = 0;
+  bool truncated = false;
+  int top_opcode = -1;  // opcode of the leaf frame's current instruction, -1 if unknown
+};
+
+// Reads thread state ts's frames, leaf first, into out (at most max). Async-signal-safe when
+// called on the thread that owns ts; safe for another thread's ts only while the caller holds
+// the GIL (the owner then cannot push or pop frames).
+StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max);
+
+// Compares ReadPythonStack with the public API on the calling thread (GIL held). Returns
+// nullptr when the mirror agrees, else a static message saying what disagreed.
+const char* SelfCheckFrameLayout();
+
+}  // namespace peakline::engine
+
+#endif  // PEAKLINE_ENGINE_PYTHON_FRAMES_H_

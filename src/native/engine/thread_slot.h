@@ -1,0 +1,60 @@
+// ThreadSlot: everything the sampler keeps about one sampled OS thread.
+//
+// Ownership and guards:
+//  - Created, armed and destroyed only by the aggregator thread (Aggregator::mu_ not needed:
+//    the aggregator is the only thread touching the slot table).
+//  - `ring`'s producer side and `last_cpu_ns` / `last_system_ns` belong to the thread's own
+//    signal handler once the timer is armed (handler-only; never nests on one thread).
+//  - `dropped` and `samples` are atomics that anyone may read.
+// A slot is freed only after its thread has vanished from /proc/self/task, because a signal
+// queued before timer_delete may still be delivered with this slot's address.
+#ifndef PEAKLINE_ENGINE_THREAD_SLOT_H_
+#define PEAKLINE_ENGINE_THREAD_SLOT_H_
+
+#include <sys/types.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "engine/spsc_ring.h"
+
+namespace peakline::engine {
+
+struct ThreadSlot {
+  explicit ThreadSlot(size_t ring_bytes) : ring(ring_bytes) {}
+
+  // Aggregator only, while no handler can run for this slot (new or pooled slot).
+  void Reset(pid_t tid_in) {
+    tid = tid_in;
+    python = false;
+    ring.Reset();
+    last_cpu_ns = 0;
+    last_system_ns = -1;
+    armed = false;
+    wait_last_wall_ns = wait_last_cpu_ns = cpu_ns = wait_ns = 0;
+  }
+
+  pid_t tid = 0;
+  bool python = false;  // has a Python thread state now (aggregator-owned)
+  SpscRing ring;
+
+  // Handler-owned (after arming).
+  int64_t last_cpu_ns = 0;
+  int64_t last_system_ns = -1;  // -1: not known yet, first sample charges no system time
+
+  std::atomic<uint64_t> samples{0};
+  std::atomic<uint64_t> dropped{0};
+
+  // Aggregator-owned.
+  timer_t timer{};
+  bool armed = false;
+  int64_t wait_last_wall_ns = 0;
+  int64_t wait_last_cpu_ns = 0;
+  int64_t cpu_ns = 0;          // sampled CPU time drained so far
+  int64_t wait_ns = 0;         // off-CPU time measured so far
+};
+
+}  // namespace peakline::engine
+
+#endif  // PEAKLINE_ENGINE_THREAD_SLOT_H_

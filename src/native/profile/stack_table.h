@@ -1,0 +1,72 @@
+// StackTable: the aggregated CPU/wait profile — interned strings, frames (file, function,
+// line) and stacks, each stack with its time counters. Its size grows with the number of
+// distinct line-level call paths of the program, not with run time.
+//
+// Not thread safe: owned by the aggregator (all access under the GIL, see engine/aggregator.h).
+#ifndef PEAKLINE_PROFILE_STACK_TABLE_H_
+#define PEAKLINE_PROFILE_STACK_TABLE_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace peakline::profile {
+
+struct FrameKey {
+  uint32_t file_id;
+  uint32_t function_id;
+  int32_t first_lineno;
+  int32_t lineno;
+  bool operator==(const FrameKey&) const = default;
+};
+
+struct StackCounters {
+  int64_t cpu_python_ns = 0;
+  int64_t cpu_native_ns = 0;
+  int64_t cpu_system_ns = 0;
+  int64_t wait_ns = 0;
+  int64_t cpu_samples = 0;
+  int64_t wait_samples = 0;
+};
+
+struct StackRow {
+  pid_t tid;
+  std::vector<uint32_t> frames;  // frame ids, leaf first
+  StackCounters counters;
+};
+
+class StackTable {
+ public:
+  uint32_t InternString(std::string_view s);
+  uint32_t InternFrame(const FrameKey& key);
+  // The counters of (tid, frames[0..n)), created empty on first use.
+  StackCounters& Stack(pid_t tid, const uint32_t* frames, size_t n);
+
+  const std::vector<std::string>& strings() const { return strings_; }
+  const std::vector<FrameKey>& frames() const { return frames_; }
+  const std::vector<StackRow>& stacks() const { return stacks_; }
+
+ private:
+  struct FrameHash {
+    size_t operator()(const FrameKey& k) const;
+  };
+  struct StackKeyHash {
+    size_t operator()(const std::pair<pid_t, std::vector<uint32_t>>& k) const;
+  };
+
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, uint32_t> string_ids_;
+  std::vector<FrameKey> frames_;
+  std::unordered_map<FrameKey, uint32_t, FrameHash> frame_ids_;
+  std::vector<StackRow> stacks_;
+  std::unordered_map<std::pair<pid_t, std::vector<uint32_t>>, uint32_t, StackKeyHash> stack_ids_;
+  std::pair<pid_t, std::vector<uint32_t>> probe_;  // reused lookup key: no allocation per sample
+};
+
+}  // namespace peakline::profile
+
+#endif  // PEAKLINE_PROFILE_STACK_TABLE_H_
