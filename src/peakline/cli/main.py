@@ -1,0 +1,50 @@
+"""`peakline` command line: one module per command (run, view); this file only dispatches."""
+
+from __future__ import annotations
+
+import sys
+
+from peakline import __version__
+from peakline.errors import PeaklineError
+
+USAGE = """\
+usage: peakline [--version] [--help] COMMAND ...
+
+commands:
+  run    run a Python program under the profiler and report where time went, line by line
+  view   show a saved profile file
+
+`peakline COMMAND --help` describes each command.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        sys.stdout.write(USAGE)
+        return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        print(f"peakline {__version__}")
+        return 0
+    command, rest = args[0], args[1:]
+    try:
+        if command == "run":
+            from peakline.cli import run
+            return run.main(rest)
+        if command == "view":
+            from peakline.cli import view
+            return view.main(rest)
+        raise_usage(f"unknown command {command!r} (expected 'run' or 'view')")
+    except PeaklineError as exc:
+        print(f"peakline: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+def raise_usage(message: str) -> None:
+    from peakline.errors import UsageError
+    raise UsageError(message)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,123 @@
+"""Runs the target program in this process, as ``python script.py`` or ``python -m mod`` would.
+
+Contract (issue 2): the program runs as ``__main__`` with its own argv, stdin and stdout; its
+exit status becomes peakline's; an uncaught exception prints the usual traceback (without
+peakline's own frames) and exits 1; Ctrl-C ends it by SIGINT as it would unprofiled. The
+caller gets an Outcome back in every case so it can write the profile first, then finish the
+way the program would have.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import runpy
+import signal
+import sys
+import threading
+import types
+
+_SKIP_FILES = {os.path.abspath(__file__), os.path.abspath(runpy.__file__)}
+
+
+@dataclasses.dataclass
+class Target:
+    script: str | None = None   # path of the script, or
+    module: str | None = None   # name of the module to run with -m
+    args: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def display(self) -> str:
+        return self.script if self.script is not None else f"-m {self.module}"
+
+
+@dataclasses.dataclass
+class Outcome:
+    exit_code: int
+    exc: BaseException | None = None        # uncaught exception (not SystemExit)
+    interrupted: bool = False               # ended by an uncaught KeyboardInterrupt
+
+
+def _exit_code_of(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF if code >= 0 else code & 0xFF
+    # sys.exit("message"): Python prints the message to stderr and exits 1.
+    print(code, file=sys.stderr)
+    return 1
+
+
+def run(target: Target) -> Outcome:
+    """Runs the target to completion, then waits for its non-daemon threads like the
+    interpreter does at exit (so their work is profiled too)."""
+    saved_argv, saved_path0 = list(sys.argv), sys.path[0] if sys.path else None
+    try:
+        if target.script is not None:
+            sys.argv = [target.script, *target.args]
+            script_dir = os.path.dirname(os.path.abspath(target.script))
+            if sys.path:
+                sys.path[0] = script_dir
+            else:
+                sys.path.insert(0, script_dir)
+            runpy.run_path(target.script, run_name="__main__")
+        else:
+            sys.argv = [target.module or "", *target.args]
+            if sys.path:
+                sys.path[0] = os.getcwd()
+            runpy.run_module(target.module or "", run_name="__main__", alter_sys=True)
+        outcome = Outcome(0)
+    except SystemExit as exc:
+        outcome = Outcome(_exit_code_of(exc))
+    except KeyboardInterrupt as exc:
+        outcome = Outcome(130, exc=exc, interrupted=True)
+    except BaseException as exc:  # noqa: BLE001 - the program's own uncaught exception
+        outcome = Outcome(1, exc=exc)
+    _join_non_daemon_threads()
+    sys.argv = saved_argv
+    if saved_path0 is not None and sys.path:
+        sys.path[0] = saved_path0
+    return outcome
+
+
+def _join_non_daemon_threads() -> None:
+    main = threading.main_thread()
+    for thread in threading.enumerate():
+        if thread is not main and not thread.daemon and thread.is_alive():
+            try:
+                thread.join()
+            except KeyboardInterrupt:
+                return
+
+
+def _is_ours(filename: str) -> bool:
+    # runpy is frozen in 3.11+: its frames say "<frozen runpy>".
+    return filename == "<frozen runpy>" or os.path.abspath(filename) in _SKIP_FILES
+
+
+def _trim(tb: types.TracebackType | None) -> types.TracebackType | None:
+    while tb is not None and _is_ours(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    return tb
+
+
+def report_uncaught(outcome: Outcome) -> None:
+    """Prints the traceback of an uncaught exception as the interpreter would."""
+    exc = outcome.exc
+    if exc is None:
+        return
+    exc.__traceback__ = _trim(exc.__traceback__)
+    sys.excepthook(type(exc), exc, exc.__traceback__)
+
+
+def finish(outcome: Outcome) -> None:
+    """Ends the process the way the unprofiled program would have."""
+    if outcome.interrupted:
+        # CPython >= 3.8 dies by SIGINT after an uncaught KeyboardInterrupt, so that shells
+        # and parents see "killed by SIGINT".
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    sys.exit(outcome.exit_code)
