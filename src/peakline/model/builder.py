@@ -1,0 +1,236 @@
+"""Turn the C++ core's raw snapshot into a Profile (docs/internals-raw-samples.md -> v1 file).
+
+Input: ``raw`` exactly as ``_core.collect()`` returns it (integer nanoseconds, stacks LEAF
+FIRST), ``meta`` from the runner/API, and the ``FileSelection`` that says which files are the
+user's. Output: a validated ``Profile``.
+
+Attribution rule. Each stack row is charged to its INNERMOST frame whose file is reported:
+time inside ``json.loads`` (stdlib) lands on the user's line that called it. The row keeps its
+categories as measured (Python, native, system, wait); "python" means the interpreter was
+running bytecode, wherever that bytecode lives. A row with no reported frame (an empty stack,
+or only library frames) goes to ``totals.unattributed_s``; it still counts in the totals, in
+its thread and in ``stacks``.
+
+Functions. A function is (file, qualname, first_lineno). Self time is the time of rows charged
+to one of its lines. ``inclusive_s`` is the CPU + wait time of every row on which the function
+appears among the REPORTED frames, counted once per row even when it recurses.
+
+Sums are kept in integer nanoseconds and converted to float seconds once at the end, so
+float rounding never depends on the order rows arrive in.
+
+Robustness (the core reads frames racily and validates them, but this is the last line of
+defence): a frame id outside the frame table is dropped from its stack and counted in
+``sampling.invalid_frames``; a negative line number becomes 0 ("line unknown").
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from peakline.model.profile import FORMAT_NAME, FORMAT_VERSION, Profile
+from peakline.model.selection import FileSelection
+
+_NS_PER_S = 1_000_000_000
+_N_CATEGORIES = 4  # python, native, system, wait: the order of the raw tuple and of _Acc
+
+
+class _Acc:
+    """Integer-ns sums of the four categories plus a sample count."""
+
+    __slots__ = ("ns", "samples")
+
+    def __init__(self) -> None:
+        self.ns = [0] * _N_CATEGORIES
+        self.samples = 0
+
+    def add(self, ns: tuple[int, ...], samples: int) -> None:
+        for i in range(_N_CATEGORIES):
+            self.ns[i] += ns[i]
+        self.samples += samples
+
+    def as_seconds(self) -> dict[str, float]:
+        python, native, system, wait = (v / _NS_PER_S for v in self.ns)
+        return {"cpu_python_s": python, "cpu_native_s": native,
+                "cpu_system_s": system, "wait_s": wait}
+
+
+class _FunctionAcc:
+    __slots__ = ("self_acc", "inclusive_ns")
+
+    def __init__(self) -> None:
+        self.self_acc = _Acc()
+        self.inclusive_ns = 0
+
+
+def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
+                  selection: FileSelection) -> Profile:
+    """Aggregate ``raw`` into a Profile. Raises ProfileFormatError when ``meta`` holds values
+    the file format cannot carry (e.g. a negative ``elapsed_s``): the result is validated
+    exactly as ``read_profile`` would validate it."""
+    frames = [_normalise_frame(f) for f in raw.get("frames", ())]
+    reported = [selection.is_reported(f[0]) for f in frames]
+    n_frames = len(frames)
+
+    lines: dict[str, dict[int, _Acc]] = {}
+    functions: dict[str, dict[tuple[str, int], _FunctionAcc]] = {}
+    totals = _Acc()
+    unattributed_ns = 0
+    thread_sums: dict[int, _Acc] = {}
+    stack_rows: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+    invalid_frames = 0
+
+    for row in raw.get("stacks", ()):
+        tid, frame_ids, py_ns, native_ns, system_ns, wait_ns, cpu_samples, wait_samples = row
+        ns = (py_ns, native_ns, system_ns, wait_ns)
+        row_ns = py_ns + native_ns + system_ns + wait_ns
+        valid_ids = [i for i in frame_ids if 0 <= i < n_frames]
+        invalid_frames += len(frame_ids) - len(valid_ids)
+
+        totals.add(ns, cpu_samples + wait_samples)
+        thread_sums.setdefault(tid, _Acc()).add(ns, cpu_samples + wait_samples)
+        key = (tid, tuple(reversed(valid_ids)))  # the file stores stacks root first
+        merged = stack_rows.setdefault(key, [0] * (_N_CATEGORIES + 2))
+        for i, value in enumerate((*ns, cpu_samples, wait_samples)):
+            merged[i] += value
+
+        charged = next((i for i in valid_ids if reported[i]), None)
+        if charged is None:
+            unattributed_ns += row_ns
+            continue
+        filename, qualname, first_lineno, lineno = frames[charged]
+        lines.setdefault(filename, {}).setdefault(lineno, _Acc()).add(
+            ns, cpu_samples + wait_samples)
+        _function(functions, frames[charged]).self_acc.add(ns, cpu_samples + wait_samples)
+        seen: set[tuple[str, str, int]] = set()
+        for i in valid_ids:
+            if reported[i]:
+                function_key = frames[i][:3]
+                if function_key not in seen:
+                    seen.add(function_key)
+                    _function(functions, frames[i]).inclusive_ns += row_ns
+
+    stats = raw.get("stats", {})
+    document = {
+        "format": FORMAT_NAME, "version": FORMAT_VERSION,
+        **_header(meta, selection, stats),
+        "sampling": {
+            "cpu_samples": stats.get("cpu_samples", 0),
+            "wait_samples": stats.get("wait_samples", 0),
+            "dropped_samples": stats.get("dropped_samples", 0),
+            "invalid_frames": stats.get("invalid_frames", 0) + invalid_frames,
+            "truncated_stacks": stats.get("truncated_stacks", 0),
+        },
+        "totals": {**totals.as_seconds(), "unattributed_s": unattributed_ns / _NS_PER_S},
+        "threads": _threads(raw.get("threads", ()), thread_sums, meta.get("thread_names") or {}),
+        "files": _files(lines, functions),
+        "stacks": {
+            "frames": [list(f) for f in frames],
+            "samples": [_stack_sample(tid, ids, sums) for (tid, ids), sums in stack_rows.items()],
+        },
+    }
+    return Profile.from_dict(document, source="build_profile")
+
+
+def _normalise_frame(frame: Any) -> tuple[str, str, int, int]:
+    filename, qualname, first_lineno, lineno = frame
+    first_lineno = max(0, first_lineno or 0)
+    lineno = max(0, lineno) if lineno is not None else 0
+    return (filename, qualname, first_lineno, lineno)
+
+
+def _function(functions: dict, frame: tuple[str, str, int, int]) -> _FunctionAcc:
+    filename, qualname, first_lineno, _ = frame
+    per_file = functions.setdefault(filename, {})
+    acc = per_file.get((qualname, first_lineno))
+    if acc is None:
+        acc = per_file[(qualname, first_lineno)] = _FunctionAcc()
+    return acc
+
+
+def _header(meta: Mapping[str, Any], selection: FileSelection,
+            stats: Mapping[str, Any]) -> dict[str, Any]:
+    """Run description from ``meta``; python_version/platform/pid default to this process
+    (the builder runs inside the profiled process). The selection fields of ``options`` come
+    from ``selection``, the one that was applied; extra option keys are kept."""
+    options = dict(meta.get("options") or {})
+    if "cpu_sampling_interval_s" not in options:
+        options["cpu_sampling_interval_s"] = stats.get("cpu_interval_ns", 0) / _NS_PER_S
+    options["profile_all"] = selection.profile_all
+    options["profile_only"] = list(selection.profile_only)
+    options["profile_exclude"] = list(selection.profile_exclude)
+    return {
+        "program": meta.get("program"),
+        "argv": list(meta.get("argv", ())),
+        "python_version": meta.get("python_version", sys.version.split()[0]),
+        "platform": meta.get("platform", platform.platform()),
+        "pid": meta.get("pid", os.getpid()),
+        "started_at": utc_timestamp(meta.get("started_at")),
+        "elapsed_s": meta.get("elapsed_s"),
+        "exit_code": meta.get("exit_code"),
+        "options": options,
+    }
+
+
+def utc_timestamp(value: Any) -> Any:
+    """ISO-8601 UTC text for a datetime (naive = local time) or epoch seconds; strings and
+    anything else pass through for the validator to judge."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = datetime.fromtimestamp(value, timezone.utc)
+    if isinstance(value, datetime):
+        return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    return value
+
+
+def _threads(raw_threads: Any, thread_sums: dict[int, _Acc],
+             names: Mapping[Any, str]) -> list[dict[str, Any]]:
+    """One record per thread, sorted by tid. CPU and wait come from the core's per-thread
+    accounting (``raw["threads"]``); a tid that only appears in stacks gets its stack sums and
+    ``python`` = whether any of its time was Python."""
+    threads: dict[int, dict[str, Any]] = {}
+    for tid, is_python, cpu_ns, wait_ns in raw_threads:
+        threads[tid] = {"tid": tid, "python": bool(is_python),
+                        "cpu_s": cpu_ns / _NS_PER_S, "wait_s": wait_ns / _NS_PER_S}
+    for tid, acc in thread_sums.items():
+        if tid not in threads:
+            python_ns, native_ns, system_ns, wait_ns = acc.ns
+            threads[tid] = {"tid": tid, "python": python_ns > 0,
+                            "cpu_s": (python_ns + native_ns + system_ns) / _NS_PER_S,
+                            "wait_s": wait_ns / _NS_PER_S}
+    out = []
+    for tid in sorted(threads):
+        name = names.get(tid, names.get(str(tid)))
+        out.append({"tid": tid, "name": name, **{k: v for k, v in threads[tid].items()
+                                                 if k != "tid"}})
+    return out
+
+
+def _files(lines: dict[str, dict[int, _Acc]],
+           functions: dict[str, dict[tuple[str, int], _FunctionAcc]]) -> dict[str, Any]:
+    """Files sorted by name; lines by lineno; functions by (first line, qualname)."""
+    files = {}
+    for filename in sorted(set(lines) | set(functions)):
+        line_records = [{"lineno": lineno, **acc.as_seconds(), "samples": acc.samples}
+                        for lineno, acc in sorted(lines.get(filename, {}).items())]
+        function_records = []
+        for (qualname, first_lineno), acc in sorted(
+                functions.get(filename, {}).items(), key=lambda item: (item[0][1], item[0][0])):
+            self_ns = sum(acc.self_acc.ns)
+            function_records.append({
+                "name": qualname, "lineno": first_lineno, **acc.self_acc.as_seconds(),
+                "self_s": self_ns / _NS_PER_S, "inclusive_s": acc.inclusive_ns / _NS_PER_S,
+                "samples": acc.self_acc.samples})
+        files[filename] = {"lines": line_records, "functions": function_records}
+    return files
+
+
+def _stack_sample(tid: int, frame_ids: tuple[int, ...], sums: list[int]) -> dict[str, Any]:
+    python_ns, native_ns, system_ns, wait_ns, cpu_samples, wait_samples = sums
+    return {"thread": tid, "frames": list(frame_ids),
+            "cpu_python_s": python_ns / _NS_PER_S, "cpu_native_s": native_ns / _NS_PER_S,
+            "cpu_system_s": system_ns / _NS_PER_S, "wait_s": wait_ns / _NS_PER_S,
+            "cpu_samples": cpu_samples, "wait_samples": wait_samples}

@@ -1,0 +1,594 @@
+"""The Profile model and the reference reader/writer of the profile file format, version 1.
+
+The format's spec is docs/profile-format.md; this module is its executable form. Renderers,
+budget gates and comparisons read only this model, never the C++ extension.
+
+Design:
+
+* Every record is a dataclass whose JSON shape is one table, ``_FIELDS``: name, checker and
+  serialiser. The same table drives validation (``from_dict``) and output (``to_dict``), so the
+  two cannot drift apart.
+* Forward compatibility inside a major version: fields this reader does not know are kept,
+  unvalidated, in the record's ``extra`` dict and written back verbatim, so read -> write by an
+  older peakline loses nothing. Fields added later (memory, GPU) go into ``_FIELDS`` with
+  ``required=False``: validated when present, omitted from output when ``None``.
+* Validation errors are one line: ``<source>: <json path>: <problem>`` where the path reads like
+  Python (``files['/x.py'].lines[3].cpu_python_s``). Inside this module they travel as
+  ``_Invalid(path, problem)``; the entry points add the source name and raise
+  ``ProfileFormatError``.
+* JSON only, never pickle: a profile is data from an untrusted place (a CI artifact).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
+
+from peakline.errors import ProfileFormatError
+
+FORMAT_NAME = "peakline"
+FORMAT_VERSION = 1  # major version; additive changes (new fields) do not bump it
+
+
+class _Invalid(Exception):
+    """A validation failure at a JSON path; converted to ProfileFormatError at the entry points."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(where, problem)
+        self.where = where
+        self.problem = problem
+
+
+def _at(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def _show(value: Any) -> str:
+    """A short, one-line rendering of a bad value for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# ---- checkers: (value, where) -> normalised value, or raise _Invalid ----------------------
+
+Checker = Callable[[Any, str], Any]
+
+
+def _seconds(value: Any, where: str) -> float:
+    """A duration in seconds: finite, non-negative; ints accepted and stored as float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Invalid(where, f"expected a number, got {_show(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise _Invalid(where, f"expected a finite number, got {_show(value)}")
+    if number < 0:
+        raise _Invalid(where, f"expected a non-negative number, got {_show(value)}")
+    return number
+
+
+def _int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Invalid(where, f"expected an integer, got {_show(value)}")
+    return value
+
+
+def _count(value: Any, where: str) -> int:
+    """A non-negative integer: sample counts, line numbers, ids, pids."""
+    if _int(value, where) < 0:
+        raise _Invalid(where, f"expected a non-negative integer, got {_show(value)}")
+    return value
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise _Invalid(where, f"expected a string, got {_show(value)}")
+    return value
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise _Invalid(where, f"expected true or false, got {_show(value)}")
+    return value
+
+
+def _nullable(check: Checker) -> Checker:
+    return lambda value, where: None if value is None else check(value, where)
+
+
+def _list_of(check: Checker) -> Checker:
+    def checker(value: Any, where: str) -> list:
+        if not isinstance(value, list):
+            raise _Invalid(where, f"expected a list, got {_show(value)}")
+        return [check(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    return checker
+
+
+def _object(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise _Invalid(where, f"expected an object, got {_show(value)}")
+    return value
+
+
+def _utc_timestamp(value: Any, where: str) -> str:
+    """ISO-8601 with a zero UTC offset (``...Z`` or ``...+00:00``); kept as the string."""
+    _str(value, where)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise _Invalid(where, f"expected an ISO-8601 timestamp, got {_show(value)}") from None
+    if parsed.utcoffset() != timedelta(0):
+        raise _Invalid(where, f"expected a UTC timestamp, got {_show(value)}")
+    return value
+
+
+def _frame(value: Any, where: str) -> tuple:
+    """``[file, function, first_lineno, lineno, ...]``; trailing extra columns are kept."""
+    if not isinstance(value, list) or len(value) < 4:
+        raise _Invalid(where, "expected [file, function, first_lineno, lineno], "
+                              f"got {_show(value)}")
+    return (_str(value[0], f"{where}[0]"), _str(value[1], f"{where}[1]"),
+            _count(value[2], f"{where}[2]"), _count(value[3], f"{where}[3]"), *value[4:])
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    check: Checker
+    dump: Callable[[Any], Any] = _same
+    required: bool = True
+
+
+def _record_field(name: str, record: type[_Record]) -> _Field:
+    return _Field(name, record._from_json, lambda r: r.to_dict())
+
+
+def _record_list_field(name: str, record: type[_Record]) -> _Field:
+    return _Field(name, _list_of(record._from_json), lambda rs: [r.to_dict() for r in rs])
+
+
+_CATEGORY_NAMES = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
+
+
+def _category_fields() -> tuple[_Field, ...]:
+    return tuple(_Field(name, _seconds) for name in _CATEGORY_NAMES)
+
+
+# ---- records ------------------------------------------------------------------------------
+
+class _Record:
+    """Base of every record: schema-driven from_dict/to_dict, unknown fields kept in ``extra``."""
+
+    _FIELDS: ClassVar[tuple[_Field, ...]] = ()
+    extra: dict[str, Any]
+
+    @classmethod
+    def _from_json(cls, value: Any, where: str) -> Any:
+        obj = _object(value, where)
+        kwargs: dict[str, Any] = {}
+        known = set()
+        for spec in cls._FIELDS:
+            known.add(spec.name)
+            if spec.name in obj:
+                kwargs[spec.name] = spec.check(obj[spec.name], _at(where, spec.name))
+            elif spec.required:
+                raise _Invalid(where, f"missing required field '{spec.name}'")
+        kwargs["extra"] = {k: v for k, v in obj.items() if k not in known}
+        record = cls(**kwargs)
+        record._check_invariants(where)
+        return record
+
+    def _check_invariants(self, where: str) -> None:
+        """Cross-field rules; overridden where a record has them."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record's JSON object; unknown fields read earlier follow the known ones."""
+        out: dict[str, Any] = {}
+        for spec in self._FIELDS:
+            value = getattr(self, spec.name)
+            if value is None and not spec.required:
+                continue
+            out[spec.name] = spec.dump(value)
+        for key, value in self.extra.items():
+            out.setdefault(key, value)
+        return out
+
+
+class _CategoryTimes:
+    """Mixin for records that carry the four time categories (seconds)."""
+
+    cpu_python_s: float
+    cpu_native_s: float
+    cpu_system_s: float
+    wait_s: float
+
+    @property
+    def cpu_s(self) -> float:
+        return self.cpu_python_s + self.cpu_native_s + self.cpu_system_s
+
+    @property
+    def total_s(self) -> float:
+        """CPU plus wait: the sampled time charged here."""
+        return self.cpu_s + self.wait_s
+
+
+@dataclass
+class CategoryTimes(_CategoryTimes):
+    """Plain sum of the four categories, e.g. one file's totals."""
+
+    cpu_python_s: float = 0.0
+    cpu_native_s: float = 0.0
+    cpu_system_s: float = 0.0
+    wait_s: float = 0.0
+
+    def add(self, other: _CategoryTimes) -> None:
+        for name in _CATEGORY_NAMES:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class LineRecord(_Record, _CategoryTimes):
+    """Time charged to one source line (self time: the line was the innermost reported frame)."""
+
+    lineno: int
+    cpu_python_s: float = 0.0
+    cpu_native_s: float = 0.0
+    cpu_system_s: float = 0.0
+    wait_s: float = 0.0
+    samples: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (_Field("lineno", _count), *_category_fields(), _Field("samples", _count))
+
+
+@dataclass
+class FunctionRecord(_Record, _CategoryTimes):
+    """One function (qualname + first line): self time by category, self and inclusive totals."""
+
+    name: str
+    lineno: int
+    cpu_python_s: float = 0.0
+    cpu_native_s: float = 0.0
+    cpu_system_s: float = 0.0
+    wait_s: float = 0.0
+    self_s: float = 0.0
+    inclusive_s: float = 0.0
+    samples: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (_Field("name", _str), _Field("lineno", _count), *_category_fields(),
+               _Field("self_s", _seconds), _Field("inclusive_s", _seconds),
+               _Field("samples", _count))
+
+
+@dataclass
+class FileRecord(_Record):
+    """A reported source file: its lines (sorted, unique linenos) and functions."""
+
+    lines: list[LineRecord] = field(default_factory=list)
+    functions: list[FunctionRecord] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (_record_list_field("lines", LineRecord),
+               _record_list_field("functions", FunctionRecord))
+
+    def _check_invariants(self, where: str) -> None:
+        for i in range(1, len(self.lines)):
+            if self.lines[i].lineno <= self.lines[i - 1].lineno:
+                raise _Invalid(f"{where}.lines[{i}].lineno",
+                               f"lines must be sorted by lineno without repeats, "
+                               f"got {self.lines[i].lineno} after {self.lines[i - 1].lineno}")
+
+    def totals(self) -> CategoryTimes:
+        """Sum of the file's line records."""
+        total = CategoryTimes()
+        for line in self.lines:
+            total.add(line)
+        return total
+
+
+@dataclass
+class ThreadRecord(_Record):
+    tid: int
+    name: str | None = None
+    python: bool = True
+    cpu_s: float = 0.0
+    wait_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (_Field("tid", _count), _Field("name", _nullable(_str)), _Field("python", _bool),
+               _Field("cpu_s", _seconds), _Field("wait_s", _seconds))
+
+
+@dataclass
+class StackSample(_Record, _CategoryTimes):
+    """Time of one distinct (thread, full stack); ``frames`` are frame ids, ROOT FIRST."""
+
+    thread: int
+    frames: list[int]
+    cpu_python_s: float = 0.0
+    cpu_native_s: float = 0.0
+    cpu_system_s: float = 0.0
+    wait_s: float = 0.0
+    cpu_samples: int = 0
+    wait_samples: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (_Field("thread", _count), _Field("frames", _list_of(_count), list),
+               *_category_fields(), _Field("cpu_samples", _count),
+               _Field("wait_samples", _count))
+
+
+@dataclass
+class Stacks(_Record):
+    """Every sampled stack, unfiltered (library frames included), for flame graphs."""
+
+    frames: list[tuple] = field(default_factory=list)
+    samples: list[StackSample] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (_Field("frames", _list_of(_frame), lambda fs: [list(f) for f in fs]),
+               _record_list_field("samples", StackSample))
+
+    def _check_invariants(self, where: str) -> None:
+        for i, sample in enumerate(self.samples):
+            for j, frame_id in enumerate(sample.frames):
+                if frame_id >= len(self.frames):
+                    raise _Invalid(f"{where}.samples[{i}].frames[{j}]",
+                                   f"frame id {frame_id} out of range "
+                                   f"({len(self.frames)} frames)")
+
+
+@dataclass
+class Options(_Record):
+    cpu_sampling_interval_s: float = 0.01
+    profile_all: bool = False
+    profile_only: list[str] = field(default_factory=list)
+    profile_exclude: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (_Field("cpu_sampling_interval_s", _seconds), _Field("profile_all", _bool),
+               _Field("profile_only", _list_of(_str), list),
+               _Field("profile_exclude", _list_of(_str), list))
+
+
+@dataclass
+class Sampling(_Record):
+    cpu_samples: int = 0
+    wait_samples: int = 0
+    dropped_samples: int = 0
+    invalid_frames: int = 0
+    truncated_stacks: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = tuple(_Field(name, _count) for name in (
+        "cpu_samples", "wait_samples", "dropped_samples", "invalid_frames", "truncated_stacks"))
+
+    @property
+    def samples(self) -> int:
+        return self.cpu_samples + self.wait_samples
+
+
+@dataclass
+class Totals(_Record, _CategoryTimes):
+    """Sampled time of the whole run by category; ``unattributed_s`` had no reported frame."""
+
+    cpu_python_s: float = 0.0
+    cpu_native_s: float = 0.0
+    cpu_system_s: float = 0.0
+    wait_s: float = 0.0
+    unattributed_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (*_category_fields(), _Field("unattributed_s", _seconds))
+
+
+def _files_checker(value: Any, where: str) -> dict[str, FileRecord]:
+    files = {}
+    for name, record in _object(value, where).items():
+        if not name:
+            raise _Invalid(where, "file name must not be empty")
+        files[name] = FileRecord._from_json(record, f"{where}[{name!r}]")
+    return files
+
+
+@dataclass
+class Profile(_Record):
+    """One profiled run. Build with ``build_profile``, load with ``read_profile``."""
+
+    program: str
+    argv: list[str]
+    python_version: str
+    platform: str
+    pid: int
+    started_at: str
+    elapsed_s: float
+    exit_code: int | None
+    options: Options
+    sampling: Sampling
+    totals: Totals
+    threads: list[ThreadRecord]
+    files: dict[str, FileRecord]
+    stacks: Stacks
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (
+        _Field("program", _str), _Field("argv", _list_of(_str), list),
+        _Field("python_version", _str), _Field("platform", _str), _Field("pid", _count),
+        _Field("started_at", _utc_timestamp), _Field("elapsed_s", _seconds),
+        _Field("exit_code", _nullable(_int)),
+        _record_field("options", Options), _record_field("sampling", Sampling),
+        _record_field("totals", Totals), _record_list_field("threads", ThreadRecord),
+        _Field("files", _files_checker, lambda fs: {k: v.to_dict() for k, v in fs.items()}),
+        _record_field("stacks", Stacks),
+    )
+
+    def _check_invariants(self, where: str) -> None:
+        seen = set()
+        for i, thread in enumerate(self.threads):
+            if thread.tid in seen:
+                raise _Invalid(f"threads[{i}].tid", f"duplicate thread id {thread.tid}")
+            seen.add(thread.tid)
+
+    # -- serialisation ----------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The profile file's JSON object (format and version first)."""
+        body = super().to_dict()
+        body.pop("format", None)
+        body.pop("version", None)
+        return {"format": FORMAT_NAME, "version": FORMAT_VERSION, **body}
+
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str = "<profile>") -> Profile:
+        """Validate a decoded profile file; errors are ProfileFormatError ``source: path: why``."""
+        try:
+            obj = _object(data, "")
+            _check_header(obj)
+            body = {k: v for k, v in obj.items() if k not in ("format", "version")}
+            return cls._from_json(body, "")
+        except _Invalid as error:
+            raise _format_error(source, error.where, error.problem) from None
+
+    # -- queries ----------------------------------------------------------------------------
+
+    @property
+    def sampled_s(self) -> float:
+        """All sampled time, CPU plus wait: the denominator of every percentage."""
+        return self.totals.total_s
+
+    @property
+    def attributed_fraction(self) -> float:
+        """Share of sampled time charged to a reported line (0 when nothing was sampled)."""
+        sampled = self.sampled_s
+        return 0.0 if sampled <= 0 else max(0.0, 1.0 - self.totals.unattributed_s / sampled)
+
+    def lines(self) -> Iterator[tuple[str, LineRecord]]:
+        """Every line record as (file, record), files in profile order, lines by lineno."""
+        for filename, record in self.files.items():
+            for line in record.lines:
+                yield filename, line
+
+    def functions(self) -> Iterator[tuple[str, FunctionRecord]]:
+        for filename, record in self.files.items():
+            for function in record.functions:
+                yield filename, function
+
+    def hottest_lines(self, n: int = 10) -> list[tuple[str, LineRecord]]:
+        """The ``n`` lines with the most sampled time (CPU + wait), hottest first."""
+        ranked = sorted(self.lines(), key=lambda item: (-item[1].total_s, item[0], item[1].lineno))
+        return ranked[:max(0, n)]
+
+    def file_totals(self) -> dict[str, CategoryTimes]:
+        return {filename: record.totals() for filename, record in self.files.items()}
+
+
+def _check_header(obj: dict) -> None:
+    if "format" not in obj:
+        raise _Invalid("", "not a peakline profile (no 'format' field)")
+    if obj["format"] != FORMAT_NAME:
+        raise _Invalid("format", f"not a peakline profile (format is {_show(obj['format'])})")
+    if "version" not in obj:
+        raise _Invalid("", "missing required field 'version'")
+    version = _count(obj["version"], "version")
+    if version > FORMAT_VERSION:
+        raise _Invalid("version", f"written by a newer peakline (format version {version}; "
+                                  f"this peakline reads up to {FORMAT_VERSION}); upgrade peakline")
+    if version < 1:
+        raise _Invalid("version", f"unknown format version {version}")
+
+
+def _format_error(source: str, where: str, problem: str) -> ProfileFormatError:
+    text = f"{source}: {where}: {problem}" if where else f"{source}: {problem}"
+    return ProfileFormatError(text.replace("\r", "\\r").replace("\n", "\\n"))
+
+
+# ---- files --------------------------------------------------------------------------------
+
+def dumps_profile(profile: Profile) -> str:
+    """The profile file's text: compact JSON, one trailing newline, ASCII only."""
+    return json.dumps(profile.to_dict(), separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def loads_profile(text: str | bytes, *, source: str = "<profile>") -> Profile:
+    """Parse and validate profile text; any problem is a one-line ProfileFormatError."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise _format_error(source, "", f"not UTF-8 text ({error.reason} at byte "
+                                            f"{error.start})") from None
+    if not text.strip():
+        raise _format_error(source, "", "empty file, not a profile")
+    try:
+        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise _format_error(source, "", "not valid JSON (nested too deeply)") from None
+    except ValueError as error:  # JSONDecodeError, and int() digit limits
+        raise _format_error(source, "", f"not valid JSON (truncated or corrupt): {error}") from None
+    return Profile.from_dict(data, source=source)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite_float(text: str) -> float:
+    """Numbers like 1e999 would load as infinity and could never be written back."""
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"number {text[:20]} is out of range")
+    return number
+
+
+def read_profile(path: str | os.PathLike) -> Profile:
+    """Load a profile file. Unreadable, corrupt, foreign or newer files: ProfileFormatError."""
+    source = os.fspath(path)
+    try:
+        with open(path, "rb") as stream:
+            raw = stream.read()
+    except OSError as error:
+        raise _format_error(source, "", f"cannot read: {error.strerror or error}") from None
+    return loads_profile(raw, source=source)
+
+
+def write_profile(profile: Profile, path: str | os.PathLike) -> None:
+    """Write atomically: a temporary file in the same directory, fsync, then rename over
+    ``path``, so a reader (or a crash mid-write) never sees half a profile."""
+    text = dumps_profile(profile)
+    directory = os.path.dirname(os.path.abspath(path))
+    # os.open with 0o666 (not mkstemp's 0o600) so the file gets the user's umask like any other.
+    tmp_path = os.path.join(directory, f".peakline-{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(tmp_path, path)
+    except BaseException:
+        try:
+            os.unlink(tmp_path)
+        except OSError:
+            pass
+        raise
