@@ -1,0 +1,82 @@
+"""CPU attribution against programs whose true answer is known (tests/programs/).
+
+Sampling is weight-carrying: each sample carries the thread CPU time since that thread's
+previous sample, so per-line totals are exact up to the time after a thread's last sample
+(at most one interval, 10 ms, per thread). Tolerances below are sized from that bound plus
+the scheduler-tick granularity of CPU timers, not from repeated runs.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from peakline_proc import PROGRAMS, cpu_s, line_record, marked_lines, run_peakline
+
+
+@pytest.fixture(scope="module")
+def cpu_split(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cpu_split")
+    res = run_peakline(["--no-report", str(PROGRAMS / "cpu_split.py")], tmp)
+    assert res.returncode == 0, res.stderr
+    return res.profile()
+
+
+def test_pure_python_loop_is_python_time(cpu_split):
+    path = PROGRAMS / "cpu_split.py"
+    rec = line_record(cpu_split, path, marked_lines(path)["python_loop"])
+    assert cpu_s(rec) > 0.03
+    assert rec["cpu_python_s"] / cpu_s(rec) >= 0.85, rec
+
+
+@pytest.mark.parametrize("name", ["native_hash", "native_sort"])
+def test_builtin_and_extension_calls_are_native_time(cpu_split, name):
+    path = PROGRAMS / "cpu_split.py"
+    rec = line_record(cpu_split, path, marked_lines(path)[name])
+    assert cpu_s(rec) > 0.1, rec
+    assert rec["cpu_native_s"] / cpu_s(rec) >= 0.8, rec
+
+
+def test_sleep_is_wait_time_not_cpu(cpu_split):
+    path = PROGRAMS / "cpu_split.py"
+    rec = line_record(cpu_split, path, marked_lines(path)["sleep"])
+    assert 0.7 <= rec["wait_s"] <= 1.0, rec
+    assert cpu_s(rec) < 0.03, rec
+
+
+def test_totals_add_up(cpu_split):
+    totals = cpu_split["totals"]
+    line_sum = {k: 0.0 for k in ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")}
+    for f in cpu_split["files"].values():
+        for rec in f["lines"]:
+            for k in line_sum:
+                line_sum[k] += rec[k]
+    for k, v in line_sum.items():
+        assert v == pytest.approx(totals[k] - 0.0, abs=totals["unattributed_s"] + 1e-6), k
+    sampled = sum(totals[k] for k in line_sum)
+    # Everything the program did (~1.5 s CPU + 0.8 s sleep) is in the profile, and the
+    # profile cannot hold more time than elapsed per thread.
+    assert 1.5 <= sampled <= cpu_split["elapsed_s"] * 1.05
+
+
+@pytest.mark.parametrize("mode", ["python", "native"])
+def test_threads_are_sampled_by_their_own_cpu_time(tmp_path, mode):
+    """Three threads doing 4:2:1 units of work: the profiler's per-function CPU matches each
+    thread's own measured CPU time (time.thread_time) and the 4:2:1 split."""
+    truth_file = tmp_path / "truth.json"
+    res = run_peakline(["--no-report", str(PROGRAMS / "threads_421.py"), mode, str(truth_file)],
+                       tmp_path)
+    assert res.returncode == 0, res.stderr
+    truth = json.loads(truth_file.read_text())
+    profile = res.profile()
+    funcs = {f["name"]: f for f in profile["files"][str(PROGRAMS / "threads_421.py")]["functions"]}
+    measured = {name: cpu_s(funcs[name]) for name in ("weight4", "weight2", "weight1")}
+    for name, true_s in truth.items():
+        # One sampling interval of tail per thread, plus 5%.
+        assert measured[name] == pytest.approx(true_s, abs=0.01 + 0.05 * true_s), (name, measured, truth)
+    total = sum(measured.values())
+    for name, share in (("weight4", 4 / 7), ("weight2", 2 / 7), ("weight1", 1 / 7)):
+        assert measured[name] / total == pytest.approx(share, abs=0.03), (measured, truth)
+    names = {t["name"] for t in profile["threads"]}
+    assert {"weight4", "weight2", "weight1", "MainThread"} <= names
