@@ -31,6 +31,9 @@ class SessionOptions:
     profile_only: tuple[str, ...] = ()
     profile_exclude: tuple[str, ...] = ()
     sample_native_threads: bool = True
+    memory: bool = True
+    memory_sampling_interval_bytes: int = 512 * 1024
+    copy_sampling_interval_bytes: int = 2 * 1024 * 1024
     # peakline's own entry points outside the package (the console script), never reported.
     internal_files: tuple[str, ...] = ()
 
@@ -40,6 +43,8 @@ class SessionOptions:
             "profile_all": self.profile_all,
             "profile_only": list(self.profile_only),
             "profile_exclude": list(self.profile_exclude),
+            "memory": self.memory,
+            "memory_sampling_interval_bytes": self.memory_sampling_interval_bytes,
         }
 
 
@@ -93,6 +98,13 @@ class _ThreadNames:
         return {**self.names, **live}
 
 
+def _peak_rss_bytes() -> int:
+    """The kernel's high-water mark of this process's resident set (Linux: KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def _core():
     try:
         from peakline import _core
@@ -114,6 +126,7 @@ class Session:
         self._elapsed_s = 0.0
         self._raw: dict[str, Any] | None = None
         self._thread_names = _ThreadNames()
+        self._selection = self._file_selection()
 
     @property
     def running(self) -> bool:
@@ -129,7 +142,9 @@ class Session:
         self._thread_names.install()
         try:
             core.start(interval_ns, int(TICK_INTERVAL_S * 1e9), self.options.sample_native_threads,
-                       threading.main_thread().native_id or 0, call_opcode_table())
+                       threading.main_thread().native_id or 0, call_opcode_table(),
+                       self.options.memory, self.options.memory_sampling_interval_bytes,
+                       self.options.copy_sampling_interval_bytes, self._selection.is_reported)
         except RuntimeError as exc:
             self._thread_names.uninstall()
             self._started_wall = None
@@ -144,10 +159,17 @@ class Session:
         self._elapsed_s = time.perf_counter() - self._started_mono
         self._raw = core.collect()
 
+    def _file_selection(self):
+        from peakline.model.selection import FileSelection
+
+        return FileSelection(profile_all=self.options.profile_all,
+                             profile_only=list(self.options.profile_only),
+                             profile_exclude=list(self.options.profile_exclude),
+                             internal_files=self.options.internal_files)
+
     def profile(self, *, exit_code: int | None = None):
         """Builds the Profile of a stopped session."""
         from peakline.model.builder import build_profile
-        from peakline.model.selection import FileSelection
 
         if self._raw is None:
             raise ProfilerStateError("stop the session before building its profile")
@@ -163,9 +185,6 @@ class Session:
             "exit_code": exit_code,
             "options": self.options.as_profile_options(),
             "thread_names": self._thread_names.snapshot(),
+            "peak_rss_bytes": _peak_rss_bytes() if self.options.memory else None,
         }
-        selection = FileSelection(profile_all=self.options.profile_all,
-                                  profile_only=list(self.options.profile_only),
-                                  profile_exclude=list(self.options.profile_exclude),
-                                  internal_files=self.options.internal_files)
-        return build_profile(self._raw, meta=meta, selection=selection)
+        return build_profile(self._raw, meta=meta, selection=self._selection)

@@ -14,8 +14,13 @@ using peakline::engine::Snapshot;
 namespace {
 
 void Start(int64_t cpu_interval_ns, int64_t tick_ns, bool sample_native_threads, int main_tid,
-           nb::bytes call_opcodes) {
+           nb::bytes call_opcodes, bool memory, int64_t memory_sampling_interval_bytes,
+           int64_t copy_sampling_interval_bytes, nb::object file_filter) {
   ProfilerConfig config;
+  config.memory = memory;
+  config.memory_sampling_interval_bytes = memory_sampling_interval_bytes;
+  config.copy_sampling_interval_bytes = copy_sampling_interval_bytes;
+  config.file_filter = file_filter.is_none() ? nullptr : file_filter.ptr();
   config.cpu_interval_ns = cpu_interval_ns;
   config.tick_ns = tick_ns;
   config.sample_native_threads = sample_native_threads;
@@ -53,6 +58,30 @@ nb::dict Collect() {
   nb::dict stats;
   for (const auto& [name, value] : snap.stats) stats[name.c_str()] = value;
   nb::dict out;
+  if (snap.memory) {
+    nb::list mem_stacks;
+    for (const Snapshot::MemoryStack& m : snap.memory_stacks) {
+      mem_stacks.append(nb::make_tuple(m.alloc_python_bytes, m.alloc_native_bytes, m.free_bytes,
+                                       m.live_bytes, m.live_at_peak_bytes, m.copy_bytes,
+                                       m.alloc_samples));
+    }
+    nb::list lines;
+    for (const Snapshot::MemoryLine& l : snap.memory_lines) {
+      nb::list points;
+      for (const auto& [t_ns, bytes] : l.timeline) points.append(nb::make_tuple(t_ns, bytes));
+      lines.append(nb::make_tuple(l.file, l.lineno, l.live_bytes, l.live_at_peak_bytes, points));
+    }
+    nb::list timeline;
+    for (const auto& [t_ns, bytes] : snap.timeline) timeline.append(nb::make_tuple(t_ns, bytes));
+    nb::dict mstats;
+    for (const auto& [name, value] : snap.memory_stats) mstats[name.c_str()] = value;
+    nb::dict memory;
+    memory["stacks"] = mem_stacks;
+    memory["lines"] = lines;
+    memory["timeline"] = timeline;
+    memory["stats"] = mstats;
+    out["memory"] = memory;
+  }
   out["frames"] = frames;
   out["stacks"] = stacks;
   out["threads"] = threads;
@@ -65,7 +94,10 @@ nb::dict Collect() {
 NB_MODULE(_core, m) {
   m.doc() = "peakline's C++ measuring core (internal; use the peakline package API)";
   m.def("start", &Start, nb::arg("cpu_interval_ns"), nb::arg("tick_ns"),
-        nb::arg("sample_native_threads"), nb::arg("main_tid"), nb::arg("call_opcodes"));
+        nb::arg("sample_native_threads"), nb::arg("main_tid"), nb::arg("call_opcodes"),
+        nb::arg("memory") = false, nb::arg("memory_sampling_interval_bytes") = 512 * 1024,
+        nb::arg("copy_sampling_interval_bytes") = 2 * 1024 * 1024,
+        nb::arg("file_filter") = nb::none());
   m.def("stop", &Stop);
   m.def("active", &peakline::engine::ProfilerActive);
   m.def("collect", &Collect);

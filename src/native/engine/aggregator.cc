@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "engine/python_frames.h"
+#include "hooks/allocation_hooks.h"
 #include "engine/thread_cpu_timer.h"
 
 namespace peakline::engine {
@@ -39,7 +40,12 @@ ThreadSlot* TakeSlot(size_t ring_bytes) {
 
 }  // namespace
 
-Aggregator::Aggregator(const AggregatorConfig& config) : config_(config), resolver_(&table_) {}
+Aggregator::Aggregator(const AggregatorConfig& config) : config_(config), resolver_(&table_) {
+  if (config_.memory) {
+    memory_ = std::make_unique<MemoryAggregator>(&table_, &resolver_, config_.file_filter,
+                                                 config_.start_ns);
+  }
+}
 
 Aggregator::~Aggregator() {
   for (auto& [tid, slot] : slots_) {
@@ -75,6 +81,7 @@ void Aggregator::StopThread() {
 
 void Aggregator::Run() {
   own_tid_ = CurrentTid();
+  hooks::MarkCurrentThreadInternal();
   PyThreadState* ts = PyThreadState_New(PyInterpreterState_Main());
   int64_t tick = 0;
   for (;;) {
@@ -108,6 +115,10 @@ void Aggregator::Tick(bool measure_wait) {
     }
   }
   for (auto& [tid, slot] : slots_) DrainRing(slot);
+  if (memory_) {
+    memory_->Drain();
+    memory_->OnTick(now);
+  }
 }
 
 void Aggregator::RegisterPythonThreads() {
@@ -275,6 +286,8 @@ void Aggregator::BeforeCodeFreed(PyObject* code) {
     main_stack_valid_ = false;
     for (auto& [tid, slot] : slots_) DrainRing(slot);
   }
+  // Memory events may name the dying code object too.
+  if (memory_) memory_->Drain();
   resolver_.Forget(code);
 }
 

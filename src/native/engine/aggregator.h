@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "engine/code_resolver.h"
+#include "engine/memory_aggregator.h"
 #include "engine/sample_record.h"
 #include "engine/thread_slot.h"
 #include "profile/stack_table.h"
@@ -42,6 +43,9 @@ struct AggregatorConfig {
   bool sample_native_threads = true;
   pid_t main_tid = 0;
   int signo = 0;
+  bool memory = false;            // drain the allocation hooks' events too
+  PyObject* file_filter = nullptr;  // borrowed; callable(filename) -> bool
+  int64_t start_ns = 0;
 };
 
 struct AggregatorStats {
@@ -74,6 +78,7 @@ class Aggregator {
   void Drain(bool measure_wait);
 
   profile::StackTable& table() { return table_; }
+  const MemoryAggregator* memory() const { return memory_.get(); }
   const AggregatorStats& stats() const { return stats_; }
   const AggregatorConfig& config() const { return config_; }
   std::vector<ThreadSummary> Threads() const;
@@ -98,6 +103,7 @@ class Aggregator {
   const AggregatorConfig config_;
   profile::StackTable table_;
   CodeResolver resolver_;
+  std::unique_ptr<MemoryAggregator> memory_;
   AggregatorStats stats_;
 
   std::unordered_map<pid_t, ThreadSlot*> slots_;  // live and retired-but-draining slots

@@ -10,6 +10,9 @@
 #include "engine/code_regions.h"
 #include "engine/cpu_signal_handler.h"
 #include "engine/python_frames.h"
+#include "engine/thread_cpu_timer.h"
+#include "hooks/allocation_hooks.h"
+#include "hooks/pymem_hooks.h"
 
 namespace peakline::engine {
 
@@ -20,8 +23,10 @@ namespace {
 CodeRegionMap g_regions;
 bool g_call_opcodes[256];
 
-std::unique_ptr<Aggregator> g_session;     // guarded by the GIL
-std::unique_ptr<Aggregator> g_finished;    // the last stopped session, until collected
+// Guarded by the GIL. Plain pointers on purpose: a session still held at interpreter exit is
+// leaked, never destroyed by a static destructor after Py_Finalize (it holds references).
+Aggregator* g_session = nullptr;
+Aggregator* g_finished = nullptr;  // the last stopped session, until the next start
 bool g_regions_ready = false;
 
 // StackCapture for Python threads: async-signal-safe (see python_frames.h).
@@ -49,6 +54,18 @@ void CapturePythonStack(uintptr_t pc, RawFrame* frames, int max_frames, SampleHe
   }
   header->kind = native ? SampleKind::kNative : SampleKind::kPython;
 }
+
+// MemoryStackCapture: the allocating thread's own stack (same safety argument as above).
+int CaptureMemoryStack(RawFrame* frames, int max_frames) {
+  PyThreadState* ts = PyGILState_GetThisThreadState();
+  if (ts == nullptr) return 0;
+  return ReadPythonStack(ts, frames, max_frames).nframes;
+}
+
+bool g_memory_on = false;
+int64_t g_start_ns = 0;
+int64_t g_memory_interval = 0;
+int64_t g_copy_interval = 0;
 
 void BeforeCodeFreed(PyObject* code) {
   if (g_session) g_session->BeforeCodeFreed(code);
@@ -82,12 +99,34 @@ std::string StartProfiler(const ProfilerConfig& config) {
   ac.sample_native_threads = config.sample_native_threads;
   ac.main_tid = config.main_tid;
   ac.signo = CpuSamplingSignal();
+  ac.memory = config.memory;
+  ac.file_filter = static_cast<PyObject*>(config.file_filter);
+  ac.start_ns = MonotonicNowNs();
+  g_start_ns = ac.start_ns;
   if (int err = InstallCpuSignalHandler(ac.signo, CapturePythonStack); err != 0) {
     return std::string("cannot install the sampling signal handler: ") + std::strerror(err);
   }
-  g_finished.reset();
-  g_session = std::make_unique<Aggregator>(ac);
+  delete g_finished;
+  g_finished = nullptr;
+  g_session = new Aggregator(ac);
   InstallCodeDeallocHook(BeforeCodeFreed);
+  g_memory_on = config.memory;
+  if (config.memory) {
+    hooks::MemoryConfig mc;
+    mc.alloc_mean_bytes = config.memory_sampling_interval_bytes;
+    mc.copy_mean_bytes = config.copy_sampling_interval_bytes;
+    g_memory_interval = mc.alloc_mean_bytes;
+    g_copy_interval = mc.copy_mean_bytes;
+    std::string error;
+    if (!hooks::StartMemoryHooks(mc, CaptureMemoryStack, reinterpret_cast<const void*>(&StartProfiler),
+                                 &error)) {
+      UninstallCodeDeallocHook();
+      delete g_session;
+      g_session = nullptr;
+      return "cannot install the memory hooks: " + error;
+    }
+    hooks::InstallPyMemHooks();
+  }
   SetCpuSamplingEnabled(true);
   g_session->Start();
   return "";
@@ -97,12 +136,17 @@ std::string StopProfiler() {
   if (!g_session) return "peakline is not profiling";
   SetCpuSamplingEnabled(false);
   WaitForCpuHandlersIdle();
+  if (g_memory_on) {
+    hooks::UninstallPyMemHooks();
+    hooks::StopMemoryHooks();
+  }
   Py_BEGIN_ALLOW_THREADS
   g_session->StopThread();
   Py_END_ALLOW_THREADS
   g_session->Drain(/*measure_wait=*/true);
   UninstallCodeDeallocHook();
-  g_finished = std::move(g_session);
+  g_finished = g_session;
+  g_session = nullptr;
   return "";
 }
 
@@ -124,6 +168,37 @@ Snapshot CollectProfile() {
   }
   for (const ThreadSummary& t : g_finished->Threads()) {
     snap.threads.emplace_back(t.tid, t.python, t.cpu_ns, t.wait_ns);
+  }
+  if (const MemoryAggregator* mem = g_finished->memory()) {
+    snap.memory = true;
+    for (const profile::StackRow& row : table.stacks()) {
+      const profile::StackCounters& c = row.counters;
+      snap.memory_stacks.push_back(Snapshot::MemoryStack{
+          c.alloc_python_bytes, c.alloc_native_bytes, c.free_bytes, c.live_bytes,
+          mem->LiveAtPeak(c), c.copy_bytes, c.alloc_samples});
+    }
+    for (const LineMemory& l : mem->lines()) {
+      Snapshot::MemoryLine line{strings[l.file_id], l.lineno, l.live_bytes, mem->LiveAtPeak(l), {}};
+      for (const TimePoint& p : l.timeline) line.timeline.emplace_back(p.t_ns, p.bytes);
+      snap.memory_lines.push_back(std::move(line));
+    }
+    for (const TimePoint& p : mem->timeline()) snap.timeline.emplace_back(p.t_ns, p.bytes);
+    const memory::HeapCounters& heap = hooks::Heap();
+    const hooks::MemoryHookStats hs = hooks::HookStats();
+    snap.memory_stats = {
+        {"peak_bytes", heap.peak.load()},
+        {"peak_time_ns", heap.peak_time_ns.load() > 0 ? heap.peak_time_ns.load() - g_start_ns : 0},
+        {"live_end_bytes", heap.live.load()},
+        {"sampling_interval_bytes", g_memory_interval},
+        {"copy_sampling_interval_bytes", g_copy_interval},
+        {"alloc_samples", static_cast<int64_t>(hs.alloc_samples)},
+        {"free_samples", static_cast<int64_t>(hs.free_samples)},
+        {"copy_samples", static_cast<int64_t>(hs.copy_samples)},
+        {"dropped_events", static_cast<int64_t>(hs.dropped_events)},
+        {"untracked_samples", static_cast<int64_t>(hs.untracked)},
+        {"peak_events", mem->peak_events()},
+        {"invalid_events", mem->invalid_events()},
+    };
   }
   const AggregatorStats& s = g_finished->stats();
   snap.stats = {{"cpu_samples", s.cpu_samples},

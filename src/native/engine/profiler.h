@@ -23,6 +23,11 @@ struct ProfilerConfig {
   // sorted() is running); under any other op it is Python time. Computed by Python from the
   // `dis`/`opcode` tables of the running interpreter.
   std::array<bool, 256> call_opcodes{};
+  // Memory: allocation hooks, Python-domain wrappers and copy sampling.
+  bool memory = false;
+  int64_t memory_sampling_interval_bytes = 512 * 1024;
+  int64_t copy_sampling_interval_bytes = 2 * 1024 * 1024;
+  void* file_filter = nullptr;  // PyObject*: callable(filename) -> bool (borrowed)
 };
 
 // Plain data handed to the binding; shape documented in docs/internals-raw-samples.md.
@@ -36,6 +41,21 @@ struct Snapshot {
   std::vector<Stack> stacks;
   std::vector<std::tuple<pid_t, bool, int64_t, int64_t>> threads;
   std::vector<std::pair<std::string, int64_t>> stats;
+  struct MemoryStack {  // parallel to `stacks`
+    int64_t alloc_python_bytes, alloc_native_bytes, free_bytes, live_bytes, live_at_peak_bytes,
+        copy_bytes, alloc_samples;
+  };
+  std::vector<MemoryStack> memory_stacks;
+  struct MemoryLine {
+    std::string file;
+    int lineno;
+    int64_t live_bytes, live_at_peak_bytes;
+    std::vector<std::pair<int64_t, int64_t>> timeline;  // (ns since start, bytes)
+  };
+  bool memory = false;
+  std::vector<MemoryLine> memory_lines;
+  std::vector<std::pair<int64_t, int64_t>> timeline;
+  std::vector<std::pair<std::string, int64_t>> memory_stats;
 };
 
 // Returns "" on success, else a one-line reason (already profiling, frame layout mismatch,

@@ -40,15 +40,15 @@ uint32_t StackTable::InternFrame(const FrameKey& key) {
   return id;
 }
 
-StackCounters& StackTable::Stack(pid_t tid, const uint32_t* frames, size_t n) {
+uint32_t StackTable::StackIndex(pid_t tid, const uint32_t* frames, size_t n) {
   probe_.first = tid;
   probe_.second.assign(frames, frames + n);
   auto it = stack_ids_.find(probe_);
-  if (it != stack_ids_.end()) return stacks_[it->second].counters;
+  if (it != stack_ids_.end()) return it->second;
   const auto id = static_cast<uint32_t>(stacks_.size());
   stacks_.push_back(StackRow{tid, probe_.second, StackCounters{}});
   stack_ids_.emplace(probe_, id);
-  return stacks_.back().counters;
+  return id;
 }
 
 }  // namespace peakline::profile

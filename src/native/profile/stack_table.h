@@ -31,6 +31,16 @@ struct StackCounters {
   int64_t wait_ns = 0;
   int64_t cpu_samples = 0;
   int64_t wait_samples = 0;
+  // Memory (sampled estimates, bytes). Frees are charged to the stack that allocated.
+  int64_t alloc_python_bytes = 0;
+  int64_t alloc_native_bytes = 0;
+  int64_t free_bytes = 0;
+  int64_t live_bytes = 0;
+  int64_t copy_bytes = 0;
+  int64_t alloc_samples = 0;
+  // Lazy peak snapshot: live_bytes as it was when peak epoch `peak_epoch` began.
+  uint64_t peak_epoch = 0;
+  int64_t live_at_epoch_start = 0;
 };
 
 struct StackRow {
@@ -44,7 +54,12 @@ class StackTable {
   uint32_t InternString(std::string_view s);
   uint32_t InternFrame(const FrameKey& key);
   // The counters of (tid, frames[0..n)), created empty on first use.
-  StackCounters& Stack(pid_t tid, const uint32_t* frames, size_t n);
+  StackCounters& Stack(pid_t tid, const uint32_t* frames, size_t n) {
+    return stacks_[StackIndex(tid, frames, n)].counters;
+  }
+  // Stable index of a stack (references into the table are not stable).
+  uint32_t StackIndex(pid_t tid, const uint32_t* frames, size_t n);
+  StackCounters& counters(uint32_t index) { return stacks_[index].counters; }
 
   const std::vector<std::string>& strings() const { return strings_; }
   const std::vector<FrameKey>& frames() const { return frames_; }

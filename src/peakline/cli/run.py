@@ -20,7 +20,8 @@ and a line-level report is printed to stderr."""
 # Options that take a value: the command line is split at the first token that is neither
 # one of our options nor its value, so the program's own options pass through untouched.
 _VALUE_OPTIONS = {"--outfile", "-o", "--cpu-sampling-rate", "--profile-only",
-                  "--profile-exclude", "--cpu-percent-threshold"}
+                  "--profile-exclude", "--cpu-percent-threshold", "--memory-sampling-interval",
+                  "--malloc-threshold"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,8 +44,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--profile-exclude", metavar="A,B", default="",
                    help="do not report files whose path contains one of these substrings")
     p.add_argument("--cpu-only", action="store_true",
-                   help="profile CPU time only (memory profiling is not built yet, so this "
-                        "is what peakline does today)")
+                   help="profile CPU time only: no allocation hooks, no memory or copy columns")
+    p.add_argument("--memory-sampling-interval", type=_byte_size, default=512 * 1024,
+                   metavar="BYTES",
+                   help="mean number of allocated bytes between two memory samples "
+                        "(accepts K, M, G suffixes; default: 512K). Smaller is more precise "
+                        "per line and slower; allocations much larger than this are "
+                        "attributed exactly either way")
     p.add_argument("--no-report", action="store_true", help="write the profile file only")
     p.add_argument("--reduced-profile", action="store_true",
                    help="in the report, show only lines with activity")
@@ -83,6 +89,19 @@ def split_command_line(argv: list[str]) -> tuple[list[str], Target | None]:
     return ours, Target(script=argv[i], args=argv[i + 1:])
 
 
+def _byte_size(text: str) -> int:
+    units = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    suffix = t[-1:] if t[-1:] in units and t[-1:] != "" else ""
+    try:
+        value = int(float(t[: len(t) - len(suffix)]) * units[suffix])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a byte size: {text!r}") from None
+    if value < 1024:
+        raise argparse.ArgumentTypeError(f"must be at least 1K, got {text!r}")
+    return value
+
+
 def _csv(value: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value.split(",") if v.strip())
 
@@ -119,6 +138,8 @@ def main(argv: list[str]) -> int:
         profile_only=_csv(opts.profile_only),
         profile_exclude=_csv(opts.profile_exclude),
         internal_files=(os.path.abspath(sys.argv[0]),) if sys.argv and sys.argv[0] else (),
+        memory=not opts.cpu_only,
+        memory_sampling_interval_bytes=opts.memory_sampling_interval,
     )
     outfile = os.path.abspath(opts.outfile or default_outfile(target))
     return _profile_and_run(target, options, outfile, opts)

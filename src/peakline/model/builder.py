@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from peakline.model import memory_builder
 from peakline.model.profile import FORMAT_NAME, FORMAT_VERSION, Profile
 from peakline.model.selection import FileSelection
 
@@ -83,8 +84,11 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
     thread_sums: dict[int, _Acc] = {}
     stack_rows: dict[tuple[int, tuple[int, ...]], list[int]] = {}
     invalid_frames = 0
+    raw_memory = raw.get("memory")
+    memory_stacks = raw_memory.get("stacks", ()) if raw_memory else ()
+    memory = memory_builder.MemoryTables() if raw_memory else None
 
-    for row in raw.get("stacks", ()):
+    for index, row in enumerate(raw.get("stacks", ())):
         tid, frame_ids, py_ns, native_ns, system_ns, wait_ns, cpu_samples, wait_samples = row
         ns = (py_ns, native_ns, system_ns, wait_ns)
         row_ns = py_ns + native_ns + system_ns + wait_ns
@@ -99,6 +103,9 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
             merged[i] += value
 
         charged = next((i for i in valid_ids if reported[i]), None)
+        if memory is not None and index < len(memory_stacks):
+            memory.add(frames[charged] if charged is not None else None,
+                       memory_stacks[index][:len(memory_builder.MEMORY_LINE_FIELDS)])
         if charged is None:
             unattributed_ns += row_ns
             continue
@@ -127,12 +134,17 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
         },
         "totals": {**totals.as_seconds(), "unattributed_s": unattributed_ns / _NS_PER_S},
         "threads": _threads(raw.get("threads", ()), thread_sums, meta.get("thread_names") or {}),
-        "files": _files(lines, functions),
+        "files": _files(lines, functions, memory, raw_memory, meta.get("elapsed_s") or 0.0),
         "stacks": {
             "frames": [list(f) for f in frames],
             "samples": [_stack_sample(tid, ids, sums) for (tid, ids), sums in stack_rows.items()],
         },
     }
+    if raw_memory:
+        document.update(memory_builder.run_fields(
+            raw_memory, elapsed_s=meta.get("elapsed_s") or 0.0,
+            peak_rss_bytes=meta.get("peak_rss_bytes"),
+            unattributed_alloc_bytes=memory.unattributed_alloc_bytes if memory else 0))
     return Profile.from_dict(document, source="build_profile")
 
 
@@ -210,20 +222,45 @@ def _threads(raw_threads: Any, thread_sums: dict[int, _Acc],
 
 
 def _files(lines: dict[str, dict[int, _Acc]],
-           functions: dict[str, dict[tuple[str, int], _FunctionAcc]]) -> dict[str, Any]:
-    """Files sorted by name; lines by lineno; functions by (first line, qualname)."""
+           functions: dict[str, dict[tuple[str, int], _FunctionAcc]],
+           memory: memory_builder.MemoryTables | None = None,
+           raw_memory: Mapping[str, Any] | None = None, elapsed_s: float = 0.0) -> dict[str, Any]:
+    """Files sorted by name; lines by lineno; functions by (first line, qualname). With memory,
+    a line or function that only allocated (no CPU sample) is listed too, with zero times."""
+    mem_lines = memory.lines if memory else {}
+    mem_functions = memory.functions if memory else {}
+    timelines = memory_builder.line_timelines(raw_memory) if raw_memory else {}
     files = {}
-    for filename in sorted(set(lines) | set(functions)):
-        line_records = [{"lineno": lineno, **acc.as_seconds(), "samples": acc.samples}
-                        for lineno, acc in sorted(lines.get(filename, {}).items())]
+    for filename in sorted(set(lines) | set(functions) | set(mem_lines)):
+        time_lines = lines.get(filename, {})
+        file_mem = mem_lines.get(filename, {})
+        line_records = []
+        for lineno in sorted(set(time_lines) | set(file_mem)):
+            acc = time_lines.get(lineno) or _Acc()
+            record = {"lineno": lineno, **acc.as_seconds(), "samples": acc.samples}
+            if memory is not None:
+                record.update(memory_builder.record_fields(
+                    file_mem.get(lineno, [0] * len(memory_builder.MEMORY_LINE_FIELDS)),
+                    elapsed_s=elapsed_s, with_copy_rate=True))
+                record.update(memory_builder.leak_fields(
+                    timelines.get((filename, lineno), []), elapsed_s))
+            line_records.append(record)
         function_records = []
-        for (qualname, first_lineno), acc in sorted(
-                functions.get(filename, {}).items(), key=lambda item: (item[0][1], item[0][0])):
+        time_functions = functions.get(filename, {})
+        func_mem = mem_functions.get(filename, {})
+        for qualname, first_lineno in sorted(set(time_functions) | set(func_mem),
+                                             key=lambda key: (key[1], key[0])):
+            acc = time_functions.get((qualname, first_lineno)) or _FunctionAcc()
             self_ns = sum(acc.self_acc.ns)
-            function_records.append({
+            record = {
                 "name": qualname, "lineno": first_lineno, **acc.self_acc.as_seconds(),
                 "self_s": self_ns / _NS_PER_S, "inclusive_s": acc.inclusive_ns / _NS_PER_S,
-                "samples": acc.self_acc.samples})
+                "samples": acc.self_acc.samples}
+            if memory is not None:
+                record.update(memory_builder.record_fields(
+                    func_mem.get((qualname, first_lineno), [0] * len(memory_builder.MEMORY_LINE_FIELDS)),
+                    elapsed_s=elapsed_s, with_copy_rate=False))
+            function_records.append(record)
         files[filename] = {"lines": line_records, "functions": function_records}
     return files
 

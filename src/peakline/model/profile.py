@@ -147,6 +147,40 @@ def _frame(value: Any, where: str) -> tuple:
             _count(value[2], f"{where}[2]"), _count(value[3], f"{where}[3]"), *value[4:])
 
 
+def _fraction(value: Any, where: str) -> float:
+    """A probability or share: a number in [0, 1]."""
+    number = _seconds(value, where)
+    if number > 1:
+        raise _Invalid(where, f"expected a number between 0 and 1, got {_show(value)}")
+    return number
+
+
+def _signed(value: Any, where: str) -> float:
+    """A finite number of either sign (a rate of change)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _Invalid(where, f"expected a finite number, got {_show(value)}")
+    return float(value)
+
+
+def _timeline(value: Any, where: str) -> list:
+    """``[[seconds since start, bytes], ...]`` in time order."""
+    points = _list_of(lambda v, w: v)(value, where)
+    out = []
+    for i, point in enumerate(points):
+        at = f"{where}[{i}]"
+        if not isinstance(point, list) or len(point) != 2:
+            raise _Invalid(at, f"expected [seconds, bytes], got {_show(point)}")
+        t = _seconds(point[0], f"{at}[0]")
+        if out and t < out[-1][0]:
+            raise _Invalid(f"{at}[0]", f"timeline must be in time order, got {t} after {out[-1][0]}")
+        out.append([t, _int(point[1], f"{at}[1]")])
+    return out
+
+
+def _optional(name: str, check: Checker) -> "_Field":
+    return _Field(name, check, required=False)
+
+
 def _same(value: Any) -> Any:
     return value
 
@@ -173,6 +207,12 @@ _CATEGORY_NAMES = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
 def _category_fields() -> tuple[_Field, ...]:
     return tuple(_Field(name, _seconds) for name in _CATEGORY_NAMES)
 
+
+# Per-line and per-function memory fields (sampled estimates; frees are charged to the line
+# that allocated the block, so net_bytes is what that line still holds at the end).
+_MEMORY_FIELDS = (_optional("alloc_python_bytes", _count), _optional("alloc_native_bytes", _count),
+                  _optional("free_bytes", _count), _optional("net_bytes", _int),
+                  _optional("live_at_peak_bytes", _int))
 
 # ---- records ------------------------------------------------------------------------------
 
@@ -256,9 +296,27 @@ class LineRecord(_Record, _CategoryTimes):
     cpu_system_s: float = 0.0
     wait_s: float = 0.0
     samples: int = 0
+    # Memory (present when memory was profiled; docs/profile-format.md).
+    alloc_python_bytes: int | None = None
+    alloc_native_bytes: int | None = None
+    free_bytes: int | None = None
+    net_bytes: int | None = None
+    live_at_peak_bytes: int | None = None
+    timeline: list | None = None
+    leak_likelihood: float | None = None
+    leak_rate_bytes_s: float | None = None
+    copy_bytes: int | None = None
+    copy_mb_s: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    _FIELDS = (_Field("lineno", _count), *_category_fields(), _Field("samples", _count))
+    _FIELDS = (_Field("lineno", _count), *_category_fields(), _Field("samples", _count),
+               *_MEMORY_FIELDS, _optional("timeline", _timeline),
+               _optional("leak_likelihood", _fraction), _optional("leak_rate_bytes_s", _signed),
+               _optional("copy_bytes", _count), _optional("copy_mb_s", _seconds))
+
+    @property
+    def alloc_bytes(self) -> int:
+        return (self.alloc_python_bytes or 0) + (self.alloc_native_bytes or 0)
 
 
 @dataclass
@@ -274,11 +332,17 @@ class FunctionRecord(_Record, _CategoryTimes):
     self_s: float = 0.0
     inclusive_s: float = 0.0
     samples: int = 0
+    alloc_python_bytes: int | None = None
+    alloc_native_bytes: int | None = None
+    free_bytes: int | None = None
+    net_bytes: int | None = None
+    live_at_peak_bytes: int | None = None
+    copy_bytes: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("name", _str), _Field("lineno", _count), *_category_fields(),
                _Field("self_s", _seconds), _Field("inclusive_s", _seconds),
-               _Field("samples", _count))
+               _Field("samples", _count), *_MEMORY_FIELDS, _optional("copy_bytes", _count))
 
 
 @dataclass
@@ -403,6 +467,30 @@ class Totals(_Record, _CategoryTimes):
     _FIELDS = (*_category_fields(), _Field("unattributed_s", _seconds))
 
 
+@dataclass
+class Memory(_Record):
+    """How memory was measured, and run-wide memory figures beyond peak_bytes/timeline."""
+
+    sampling_interval_bytes: int = 0
+    copy_sampling_interval_bytes: int = 0
+    peak_time_s: float = 0.0
+    live_end_bytes: int = 0
+    growth_rate_bytes_s: float = 0.0
+    alloc_samples: int = 0
+    free_samples: int = 0
+    copy_samples: int = 0
+    not_sampled_events: int = 0
+    unattributed_alloc_bytes: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (_Field("sampling_interval_bytes", _count),
+               _Field("copy_sampling_interval_bytes", _count),
+               _Field("peak_time_s", _seconds), _Field("live_end_bytes", _int),
+               _Field("growth_rate_bytes_s", _signed),
+               *(_Field(n, _count) for n in ("alloc_samples", "free_samples", "copy_samples",
+                                             "not_sampled_events", "unattributed_alloc_bytes")))
+
+
 def _files_checker(value: Any, where: str) -> dict[str, FileRecord]:
     files = {}
     for name, record in _object(value, where).items():
@@ -430,6 +518,10 @@ class Profile(_Record):
     threads: list[ThreadRecord]
     files: dict[str, FileRecord]
     stacks: Stacks
+    peak_bytes: int | None = None
+    peak_rss_bytes: int | None = None
+    timeline: list | None = None
+    memory: Memory | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (
@@ -441,7 +533,14 @@ class Profile(_Record):
         _record_field("totals", Totals), _record_list_field("threads", ThreadRecord),
         _Field("files", _files_checker, lambda fs: {k: v.to_dict() for k, v in fs.items()}),
         _record_field("stacks", Stacks),
+        _optional("peak_bytes", _int), _optional("peak_rss_bytes", _count),
+        _optional("timeline", _timeline),
+        _Field("memory", Memory._from_json, lambda m: m.to_dict(), required=False),
     )
+
+    @property
+    def has_memory(self) -> bool:
+        return self.peak_bytes is not None
 
     def _check_invariants(self, where: str) -> None:
         seen = set()

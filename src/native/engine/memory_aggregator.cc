@@ -1,0 +1,195 @@
+#include "engine/memory_aggregator.h"
+
+#include <cstring>
+
+#include "hooks/allocation_hooks.h"
+
+namespace peakline::engine {
+
+namespace {
+constexpr size_t kMaxGlobalPoints = 2048;
+constexpr size_t kMaxLinePoints = 64;
+}  // namespace
+
+MemoryAggregator::MemoryAggregator(profile::StackTable* table, CodeResolver* resolver,
+                                   PyObject* file_filter, int64_t start_ns)
+    : table_(table), resolver_(resolver), file_filter_(file_filter), start_ns_(start_ns) {
+  Py_XINCREF(file_filter_);
+  timeline_.push_back(TimePoint{0, 0});
+}
+
+MemoryAggregator::~MemoryAggregator() { Py_XDECREF(file_filter_); }
+
+void MemoryAggregator::Drain() {
+  MpscRing* ring = hooks::MemoryEventRing();
+  if (ring == nullptr) return;
+  for (;;) {
+    const size_t n = ring->Read(record_, sizeof(record_));
+    if (n == 0) break;
+    memory::MemoryEvent ev;
+    if (n == SIZE_MAX || n < sizeof(ev)) {
+      ++invalid_events_;
+      continue;
+    }
+    std::memcpy(&ev, record_, sizeof(ev));
+    if (sizeof(ev) + ev.nframes * sizeof(RawFrame) != n) {
+      ++invalid_events_;
+      continue;
+    }
+    Process(ev, reinterpret_cast<const RawFrame*>(record_ + sizeof(ev)));
+  }
+}
+
+void MemoryAggregator::Process(const memory::MemoryEvent& ev, const RawFrame* frames) {
+  using memory::MemoryEventType;
+  switch (ev.type) {
+    case MemoryEventType::kPeak:
+      ++peak_epoch_;
+      ++peak_events_;
+      return;
+    case MemoryEventType::kFree: {
+      auto it = live_blocks_.find(ev.address);
+      if (it == live_blocks_.end()) return;
+      profile::StackCounters& c = table_->counters(it->second.stack);
+      Touch(c);
+      c.free_bytes += it->second.weight;
+      c.live_bytes -= it->second.weight;
+      if (it->second.line >= 0) {
+        LineMemory& l = lines_[it->second.line];
+        Touch(l);
+        l.live_bytes -= it->second.weight;
+      }
+      live_blocks_.erase(it);
+      return;
+    }
+    case MemoryEventType::kAlloc:
+    case MemoryEventType::kCopy:
+      break;
+    default:
+      ++invalid_events_;
+      return;
+  }
+  ids_.clear();
+  for (int i = 0; i < ev.nframes; ++i) {
+    ids_.push_back(resolver_->Resolve(const_cast<PyObject*>(static_cast<const PyObject*>(frames[i].code)),
+                                      frames[i].lasti));
+  }
+  const uint32_t stack = table_->StackIndex(ev.tid, ids_.data(), ids_.size());
+  profile::StackCounters& c = table_->counters(stack);
+  if (ev.type == memory::MemoryEventType::kCopy) {
+    c.copy_bytes += ev.weight;
+    return;
+  }
+  // A block we still think live at this address was freed unseen (e.g. inside libc):
+  // forget it without charging a free.
+  live_blocks_.erase(ev.address);
+  Touch(c);
+  if (ev.domain == memory::kDomainPython) {
+    c.alloc_python_bytes += ev.weight;
+  } else {
+    c.alloc_native_bytes += ev.weight;
+  }
+  c.live_bytes += ev.weight;
+  ++c.alloc_samples;
+  const int32_t line = AttributionLine(ids_);
+  if (line >= 0) {
+    LineMemory& l = lines_[line];
+    Touch(l);
+    l.live_bytes += ev.weight;
+  }
+  live_blocks_.emplace(ev.address, LiveBlock{stack, line, ev.weight});
+}
+
+bool MemoryAggregator::Reported(uint32_t file_id) {
+  auto it = reported_files_.find(file_id);
+  if (it != reported_files_.end()) return it->second;
+  bool reported = true;
+  if (file_filter_ != nullptr) {
+    // No garbage collection during the call: a collection could free a code object, whose
+    // deallocation hook would re-enter this drain.
+    const int gc_was_enabled = PyGC_Disable();
+    PyObject* name = PyUnicode_FromString(table_->strings()[file_id].c_str());
+    PyObject* result = name ? PyObject_CallOneArg(file_filter_, name) : nullptr;
+    if (gc_was_enabled) PyGC_Enable();
+    reported = result != nullptr && PyObject_IsTrue(result) == 1;
+    if (result == nullptr) PyErr_Clear();
+    Py_XDECREF(result);
+    Py_XDECREF(name);
+  }
+  reported_files_.emplace(file_id, reported);
+  return reported;
+}
+
+int32_t MemoryAggregator::AttributionLine(const std::vector<uint32_t>& frame_ids) {
+  for (uint32_t id : frame_ids) {  // leaf first: the innermost reported frame wins
+    const profile::FrameKey& f = table_->frames()[id];
+    if (!Reported(f.file_id)) continue;
+    const uint64_t key = (static_cast<uint64_t>(f.file_id) << 32) | static_cast<uint32_t>(f.lineno);
+    auto it = line_index_.find(key);
+    if (it != line_index_.end()) return it->second;
+    const auto index = static_cast<int32_t>(lines_.size());
+    LineMemory l;
+    l.file_id = f.file_id;
+    l.lineno = f.lineno;
+    l.peak_epoch = peak_epoch_;  // new: its value before this epoch's first change was 0
+    lines_.push_back(std::move(l));
+    line_index_.emplace(key, index);
+    return index;
+  }
+  return -1;
+}
+
+void MemoryAggregator::OnTick(int64_t now_ns) {
+  memory::HeapCounters& heap = hooks::Heap();
+  // The extremes since the last tick, in the order they happened, then the current value.
+  const int64_t live = heap.live.load(std::memory_order_relaxed);
+  const int64_t max_v = heap.window_max.exchange(live, std::memory_order_relaxed);
+  const int64_t max_t = heap.window_max_time_ns.load(std::memory_order_relaxed);
+  const int64_t min_v = heap.window_min.exchange(live, std::memory_order_relaxed);
+  const int64_t min_t = heap.window_min_time_ns.load(std::memory_order_relaxed);
+  TimePoint a{max_t - start_ns_, max_v}, b{min_t - start_ns_, min_v};
+  if (a.t_ns > b.t_ns) std::swap(a, b);
+  const int64_t last_t = timeline_.back().t_ns;
+  for (TimePoint p : {a, b}) {
+    if (p.t_ns > last_t && p.t_ns <= now_ns - start_ns_ && p.bytes != timeline_.back().bytes) {
+      AppendPoint(&timeline_, p, kMaxGlobalPoints, true);
+    }
+  }
+  AppendPoint(&timeline_, TimePoint{now_ns - start_ns_, live}, kMaxGlobalPoints, true);
+  for (LineMemory& l : lines_) {
+    if (!l.changed) continue;
+    l.changed = false;
+    AppendPoint(&l.timeline, TimePoint{now_ns - start_ns_, l.live_bytes}, kMaxLinePoints, false);
+  }
+}
+
+void MemoryAggregator::AppendPoint(std::vector<TimePoint>* series, TimePoint p, size_t max_points,
+                                   bool keep_extremes) {
+  series->push_back(p);
+  if (series->size() <= max_points) return;
+  // Halve. The global timeline keeps the min and the max of every 4 points (in time order),
+  // so spikes and dips survive; per-line series keep every other point (the later one).
+  std::vector<TimePoint> out;
+  out.reserve(max_points / 2 + 2);
+  const std::vector<TimePoint>& s = *series;
+  if (keep_extremes) {
+    out.push_back(s.front());
+    size_t i = 1;
+    for (; i + 4 <= s.size() - 1; i += 4) {
+      size_t lo = i, hi = i;
+      for (size_t j = i; j < i + 4; ++j) {
+        if (s[j].bytes < s[lo].bytes) lo = j;
+        if (s[j].bytes > s[hi].bytes) hi = j;
+      }
+      out.push_back(s[lo < hi ? lo : hi]);
+      if (lo != hi) out.push_back(s[lo < hi ? hi : lo]);
+    }
+    for (; i < s.size(); ++i) out.push_back(s[i]);
+  } else {
+    for (size_t i = 1; i < s.size(); i += 2) out.push_back(s[i]);
+    if (out.back().t_ns != s.back().t_ns) out.push_back(s.back());
+  }
+  *series = std::move(out);
+}
+
+}  // namespace peakline::engine

@@ -1,0 +1,110 @@
+// MemoryAggregator: turns the hooks' MemoryEvents into per-stack and per-line memory figures.
+//
+// For each sampled allocation it resolves the stack, charges the weight to that stack
+// (python or native), remembers the block so its free is charged back to the same stack,
+// and tracks the live bytes of the *attribution line* (the innermost frame in a reported file,
+// decided by the Python FileSelection passed in) for the per-line timelines that the leak
+// detector reads. Peak attribution is lazy (O(1) per event): a kPeak event starts a new
+// epoch, and the first change to a stack or line in an epoch saves its value from before the
+// change — so at the end, "live at the last peak" is the saved value if the stack changed
+// after that peak, else its current value.
+//
+// Guarded by the GIL (driven by Aggregator::Tick and the final drain).
+#ifndef PEAKLINE_ENGINE_MEMORY_AGGREGATOR_H_
+#define PEAKLINE_ENGINE_MEMORY_AGGREGATOR_H_
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "engine/code_resolver.h"
+#include "memory/memory_event.h"
+#include "profile/stack_table.h"
+
+namespace peakline::engine {
+
+struct TimePoint {
+  int64_t t_ns;
+  int64_t bytes;
+};
+
+struct LineMemory {
+  uint32_t file_id;
+  int32_t lineno;
+  int64_t live_bytes = 0;
+  uint64_t peak_epoch = 0;
+  int64_t live_at_epoch_start = 0;
+  bool changed = false;           // since the last tick
+  std::vector<TimePoint> timeline;
+};
+
+class MemoryAggregator {
+ public:
+  MemoryAggregator(profile::StackTable* table, CodeResolver* resolver, PyObject* file_filter,
+                   int64_t start_ns);
+  ~MemoryAggregator();
+
+  // GIL held: drain the hooks' ring.
+  void Drain();
+  // GIL held: once per tick — global timeline point(s) and per-line timeline points.
+  void OnTick(int64_t now_ns);
+
+  int64_t LiveAtPeak(const profile::StackCounters& c) const {
+    return c.peak_epoch == peak_epoch_ ? c.live_at_epoch_start : c.live_bytes;
+  }
+  int64_t LiveAtPeak(const LineMemory& l) const {
+    return l.peak_epoch == peak_epoch_ ? l.live_at_epoch_start : l.live_bytes;
+  }
+  const std::vector<TimePoint>& timeline() const { return timeline_; }
+  const std::vector<LineMemory>& lines() const { return lines_; }
+  int64_t peak_events() const { return peak_events_; }
+  int64_t invalid_events() const { return invalid_events_; }
+
+ private:
+  struct LiveBlock {
+    uint32_t stack;
+    int32_t line;  // index into lines_, -1 if no reported frame
+    int64_t weight;
+  };
+
+  void Process(const memory::MemoryEvent& ev, const RawFrame* frames);
+  int32_t AttributionLine(const std::vector<uint32_t>& frame_ids);
+  bool Reported(uint32_t file_id);
+  void Touch(profile::StackCounters& c) {
+    if (c.peak_epoch != peak_epoch_) {
+      c.live_at_epoch_start = c.live_bytes;
+      c.peak_epoch = peak_epoch_;
+    }
+  }
+  void Touch(LineMemory& l) {
+    if (l.peak_epoch != peak_epoch_) {
+      l.live_at_epoch_start = l.live_bytes;
+      l.peak_epoch = peak_epoch_;
+    }
+    l.changed = true;
+  }
+  void AppendPoint(std::vector<TimePoint>* series, TimePoint p, size_t max_points, bool keep_extremes);
+
+  profile::StackTable* table_;
+  CodeResolver* resolver_;
+  PyObject* file_filter_;  // strong reference; callable(filename) -> bool
+  const int64_t start_ns_;
+  uint64_t peak_epoch_ = 1;
+  int64_t peak_events_ = 0;
+  int64_t invalid_events_ = 0;
+  std::unordered_map<uintptr_t, LiveBlock> live_blocks_;
+  std::unordered_map<uint32_t, bool> reported_files_;
+  std::unordered_map<uint64_t, int32_t> line_index_;  // (file_id << 32 | lineno) -> lines_
+  std::vector<LineMemory> lines_;
+  std::vector<TimePoint> timeline_;
+  std::vector<uint32_t> ids_;
+  alignas(8) uint8_t record_[sizeof(memory::MemoryEvent) + memory::kMaxMemoryFrames * sizeof(RawFrame)];
+};
+
+}  // namespace peakline::engine
+
+#endif  // PEAKLINE_ENGINE_MEMORY_AGGREGATOR_H_

@@ -1,0 +1,99 @@
+// MpscRing: a fixed-capacity, lock-free multi-producer / single-consumer ring of
+// variable-length records, in reservation order.
+//
+// Producers are the allocation hooks of any thread (never a signal handler). A producer
+// reserves space with a CAS on head_, writes its bytes, then publishes the record by storing
+// its length with the commit bit (release). The consumer reads records at tail_ while they
+// are committed, clears each header after reading and advances tail_. A record reserved but
+// not yet committed stops the consumer until its next pass. When there is no room the
+// producer drops the record and returns false ("not sampled").
+//
+// Record layout: [uint32 length | kCommitBit][payload, padded to 8 bytes], wrapping modulo
+// the capacity. Headers are 8-byte aligned, so a header never straddles the end.
+#ifndef PEAKLINE_ENGINE_MPSC_RING_H_
+#define PEAKLINE_ENGINE_MPSC_RING_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace peakline::engine {
+
+class MpscRing {
+ public:
+  static constexpr uint32_t kCommitBit = 0x80000000u;
+
+  // capacity_bytes: a power of two, at least 4 KiB. Allocates here, never on the hot path.
+  explicit MpscRing(size_t capacity_bytes)
+      : capacity_(capacity_bytes), mask_(capacity_bytes - 1),
+        words_(new std::atomic<uint32_t>[capacity_bytes / 8]), buf_(new uint8_t[capacity_bytes]) {
+    for (size_t i = 0; i < capacity_bytes / 8; ++i) words_[i].store(0, std::memory_order_relaxed);
+  }
+
+  // Producer (any thread, lock-free). Writes header part a and body part b as one record.
+  bool TryWrite(const void* a, uint32_t len_a, const void* b, uint32_t len_b) {
+    const uint32_t len = len_a + len_b;
+    const uint64_t total = 8 + ((static_cast<uint64_t>(len) + 7) & ~uint64_t{7});
+    uint64_t head = head_.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t tail = tail_.load(std::memory_order_acquire);
+      if (total > capacity_ - (head - tail)) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        return false;
+      }
+      if (head_.compare_exchange_weak(head, head + total, std::memory_order_acq_rel,
+                                      std::memory_order_relaxed)) {
+        break;
+      }
+    }
+    uint64_t pos = head + 8;
+    pos = CopyIn(pos, a, len_a);
+    CopyIn(pos, b, len_b);
+    HeaderWord(head).store(len | kCommitBit, std::memory_order_release);
+    return true;
+  }
+
+  // Consumer (one thread at a time). Copies the next committed record into out; returns its
+  // length, 0 if none is ready.
+  size_t Read(void* out, size_t out_cap) {
+    const uint64_t tail = tail_.load(std::memory_order_relaxed);
+    if (tail == head_.load(std::memory_order_acquire)) return 0;
+    const uint32_t word = HeaderWord(tail).load(std::memory_order_acquire);
+    if ((word & kCommitBit) == 0) return 0;  // reserved, still being written
+    const uint32_t len = word & ~kCommitBit;
+    const uint64_t total = 8 + ((static_cast<uint64_t>(len) + 7) & ~uint64_t{7});
+    const size_t n = len <= out_cap ? len : 0;
+    CopyOut(tail + 8, out, n);
+    HeaderWord(tail).store(0, std::memory_order_relaxed);
+    tail_.store(tail + total, std::memory_order_release);
+    return len <= out_cap ? len : SIZE_MAX;
+  }
+
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint32_t>& HeaderWord(uint64_t pos) { return words_[(pos & mask_) / 8]; }
+  uint64_t CopyIn(uint64_t pos, const void* src, size_t n) {
+    const auto* s = static_cast<const uint8_t*>(src);
+    for (size_t i = 0; i < n; ++i) buf_[(pos + i) & mask_] = s[i];
+    return pos + n;
+  }
+  void CopyOut(uint64_t pos, void* dst, size_t n) const {
+    auto* d = static_cast<uint8_t*>(dst);
+    for (size_t i = 0; i < n; ++i) d[i] = buf_[(pos + i) & mask_];
+  }
+
+  const uint64_t capacity_;
+  const uint64_t mask_;
+  // Header words live apart from the payload bytes so that the commit flag is a real atomic.
+  std::unique_ptr<std::atomic<uint32_t>[]> words_;
+  std::unique_ptr<uint8_t[]> buf_;
+  alignas(64) std::atomic<uint64_t> head_{0};
+  alignas(64) std::atomic<uint64_t> tail_{0};
+  std::atomic<uint64_t> dropped_{0};
+};
+
+}  // namespace peakline::engine
+
+#endif  // PEAKLINE_ENGINE_MPSC_RING_H_

@@ -1,0 +1,493 @@
+#include "hooks/allocation_hooks.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+
+#include "hooks/symbol_patcher.h"
+#include "memory/byte_sampler.h"
+#include "memory/memory_event.h"
+#include "memory/sampled_pointer_table.h"
+
+namespace peakline::hooks {
+
+namespace {
+
+using memory::ByteSampler;
+using memory::MemoryEvent;
+using memory::MemoryEventType;
+
+// ---- Per-thread state: initial-exec TLS, zero-initialised POD (no lazy TLS constructor can
+// run inside malloc). -------------------------------------------------------------------------
+struct HookThreadState {
+  int32_t busy;          // inside a hook's own bookkeeping: nested calls pass straight through
+  int32_t python_depth;  // inside a PyMem/PyObject call: underlying malloc/mmap not sampled
+  bool internal;         // a peakline thread: nothing counted
+  int32_t tid;           // cached kernel thread id (0 = unknown)
+  int64_t delta;         // unflushed live-bytes change
+  int64_t pending_peak;  // a new peak reached inside a Python-domain call, not yet announced
+  int64_t pending_peak_time_ns;
+  ByteSampler alloc;
+  ByteSampler copy;
+};
+__attribute__((tls_model("initial-exec"))) thread_local HookThreadState t_state;
+
+// ---- Real functions, filled by the SymbolPatcher before any slot is patched. -----------------
+struct RealFunctions {
+  void* (*malloc)(size_t);
+  void* (*calloc)(size_t, size_t);
+  void* (*realloc)(void*, size_t);
+  void* (*reallocarray)(void*, size_t, size_t);
+  void (*free)(void*);
+  int (*posix_memalign)(void**, size_t, size_t);
+  void* (*aligned_alloc)(size_t, size_t);
+  void* (*memalign)(size_t, size_t);
+  void* (*valloc)(size_t);
+  void* (*pvalloc)(size_t);
+  void* (*mmap)(void*, size_t, int, int, int, off_t);
+  void* (*mmap64)(void*, size_t, int, int, int, off_t);
+  int (*munmap)(void*, size_t);
+  void* (*memcpy)(void*, const void*, size_t);
+  void* (*memmove)(void*, const void*, size_t);
+  void* (*mempcpy)(void*, const void*, size_t);
+  void* (*memcpy_chk)(void*, const void*, size_t, size_t);
+  void* (*memmove_chk)(void*, const void*, size_t, size_t);
+  void* (*mempcpy_chk)(void*, const void*, size_t, size_t);
+  void* (*dlopen)(const char*, int);
+};
+RealFunctions g_real;
+
+// ---- Session state. Written only while hooks are not counting (g_counting false). -----------
+std::atomic<bool> g_counting{false};
+std::atomic<bool> g_copies{false};
+int64_t g_alloc_mean = 512 * 1024;
+int64_t g_copy_mean = 2 * 1024 * 1024;
+MemoryStackCapture g_capture = nullptr;
+engine::MpscRing* g_ring = nullptr;            // leaked on purpose: a late hook may still read it
+memory::SampledPointerTable* g_sampled = nullptr;
+memory::HeapCounters g_heap;
+SymbolPatcher* g_patcher = nullptr;
+std::atomic<uint64_t> g_alloc_samples{0}, g_free_samples{0}, g_copy_samples{0}, g_untracked{0};
+std::atomic<uint64_t> g_seed{0x9E3779B97F4A7C15ULL};
+
+// Anonymous mappings: address -> length, so munmap subtracts what mmap added (file mappings
+// are not heap). Same windowed open addressing as the sampled-pointer table.
+class MappingTable {
+ public:
+  static constexpr size_t kSlots = 1 << 14;
+  static constexpr size_t kWindow = 32;
+  void Insert(uintptr_t addr, size_t len) {
+    const size_t start = Hash(addr);
+    for (size_t i = 0; i < kWindow; ++i) {
+      uintptr_t v = keys_[start + i].load(std::memory_order_relaxed);
+      while (v == 0 || v == 1) {
+        if (keys_[start + i].compare_exchange_weak(v, 1, std::memory_order_acquire)) {
+          lens_[start + i].store(len, std::memory_order_relaxed);
+          keys_[start + i].store(addr, std::memory_order_release);
+          return;
+        }
+      }
+    }
+  }
+  // Removes addr and returns its length, or 0 if unknown.
+  size_t Take(uintptr_t addr) {
+    const size_t start = Hash(addr);
+    for (size_t i = 0; i < kWindow; ++i) {
+      uintptr_t v = keys_[start + i].load(std::memory_order_acquire);
+      if (v == 0) return 0;
+      if (v == addr && keys_[start + i].compare_exchange_strong(v, 1, std::memory_order_acq_rel)) {
+        return lens_[start + i].load(std::memory_order_relaxed);
+      }
+    }
+    return 0;
+  }
+  void Clear() {
+    for (auto& k : keys_) k.store(0, std::memory_order_relaxed);
+  }
+
+ private:
+  static size_t Hash(uintptr_t a) { return static_cast<size_t>(((a >> 12) * 0x9E3779B97F4A7C15ULL) >> 50); }
+  std::atomic<uintptr_t> keys_[kSlots + kWindow] = {};
+  std::atomic<size_t> lens_[kSlots + kWindow] = {};
+};
+MappingTable* g_mappings = nullptr;
+
+// ---- Helpers (hot path) ---------------------------------------------------------------------
+
+struct BusyScope {
+  explicit BusyScope(HookThreadState& s) : s_(s) { ++s_.busy; }
+  ~BusyScope() { --s_.busy; }
+  HookThreadState& s_;
+};
+
+inline bool Counting(const HookThreadState& s) {
+  return g_counting.load(std::memory_order_relaxed) && s.busy == 0 && !s.internal;
+}
+
+int32_t Tid(HookThreadState& s) {
+  if (s.tid == 0) s.tid = static_cast<int32_t>(syscall(SYS_gettid));
+  return s.tid;
+}
+
+void InitSamplers(HookThreadState& s) {
+  const uint64_t seed = g_seed.fetch_add(0x9E3779B97F4A7C15ULL, std::memory_order_relaxed) ^
+                        static_cast<uint64_t>(Tid(s)) * 0xBF58476D1CE4E5B9ULL;
+  s.alloc.Init(seed, g_alloc_mean);
+  s.copy.Init(seed ^ 0x94D049BB133111EBULL, g_copy_mean);
+}
+
+void PushEvent(HookThreadState& s, MemoryEventType type, uint8_t domain, uintptr_t address,
+               int64_t size, int64_t weight, int64_t time_ns, bool with_stack) {
+  MemoryEvent ev{type, domain, 0, Tid(s), address, size, weight, time_ns};
+  engine::RawFrame frames[memory::kMaxMemoryFrames];
+  if (with_stack && g_capture != nullptr) {
+    ev.nframes = static_cast<uint16_t>(g_capture(frames, memory::kMaxMemoryFrames));
+  }
+  g_ring->TryWrite(&ev, sizeof(ev), frames, ev.nframes * sizeof(engine::RawFrame));
+}
+
+void FlushDelta(HookThreadState& s) {
+  int64_t live = 0, now = 0;
+  const int64_t delta = s.delta;
+  s.delta = 0;
+  if (g_heap.Flush(delta, &live, &now)) {
+    if (s.python_depth > 0) {
+      // The Python-level sample of this block is pushed after the allocator returns; the
+      // peak event must follow it (OnPythonAlloc announces it).
+      s.pending_peak = live;
+      s.pending_peak_time_ns = now;
+    } else {
+      PushEvent(s, MemoryEventType::kPeak, 0, 0, live, 0, now, false);
+    }
+  }
+}
+
+// Exact accounting of a block of `bytes` (negative for a free).
+inline void Account(HookThreadState& s, int64_t bytes) {
+  s.delta += bytes;
+  if (s.delta >= memory::kFlushBytes || s.delta <= -memory::kFlushBytes ||
+      bytes >= memory::kFlushBytes || bytes <= -memory::kFlushBytes) {
+    FlushDelta(s);
+  }
+}
+
+// Sampling of a new block (requested size).
+void SampleAlloc(HookThreadState& s, void* ptr, size_t size, uint8_t domain) {
+  if (s.alloc.rng == 0) InitSamplers(s);
+  if (!s.alloc.Record(static_cast<int64_t>(size), g_alloc_mean)) return;
+  if (!g_sampled->Insert(reinterpret_cast<uintptr_t>(ptr))) {
+    g_untracked.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  g_alloc_samples.fetch_add(1, std::memory_order_relaxed);
+  PushEvent(s, MemoryEventType::kAlloc, domain, reinterpret_cast<uintptr_t>(ptr),
+            static_cast<int64_t>(size), ByteSampler::Weight(static_cast<int64_t>(size), g_alloc_mean),
+            0, true);
+}
+
+inline void SampleFree(HookThreadState& s, void* ptr) {
+  if (g_sampled->Remove(reinterpret_cast<uintptr_t>(ptr))) {
+    g_free_samples.fetch_add(1, std::memory_order_relaxed);
+    PushEvent(s, MemoryEventType::kFree, 0, reinterpret_cast<uintptr_t>(ptr), 0, 0, 0, false);
+  }
+}
+
+// A new native block from any malloc-family call.
+inline void OnNativeAlloc(void* ptr, size_t requested) {
+  HookThreadState& s = t_state;
+  if (ptr == nullptr || !Counting(s)) return;
+  BusyScope busy(s);
+  if (s.python_depth == 0) SampleAlloc(s, ptr, requested, memory::kDomainNative);
+  Account(s, static_cast<int64_t>(malloc_usable_size(ptr)));
+}
+
+inline void OnNativeFree(void* ptr) {
+  HookThreadState& s = t_state;
+  if (ptr == nullptr || !Counting(s)) return;
+  BusyScope busy(s);
+  if (s.python_depth == 0) SampleFree(s, ptr);
+  Account(s, -static_cast<int64_t>(malloc_usable_size(ptr)));
+}
+
+inline void OnCopy(size_t n) {
+  HookThreadState& s = t_state;
+  if (!g_copies.load(std::memory_order_relaxed) || !Counting(s)) return;
+  if (s.copy.rng == 0) {
+    BusyScope busy(s);
+    InitSamplers(s);
+    return;
+  }
+  if (__builtin_expect(!s.copy.Record(static_cast<int64_t>(n), g_copy_mean), 1)) return;
+  BusyScope busy(s);
+  g_copy_samples.fetch_add(1, std::memory_order_relaxed);
+  PushEvent(s, MemoryEventType::kCopy, 0, 0, static_cast<int64_t>(n),
+            ByteSampler::Weight(static_cast<int64_t>(n), g_copy_mean), 0, true);
+}
+
+// ---- The replacements ------------------------------------------------------------------------
+
+void* HookMalloc(size_t size) {
+  void* p = g_real.malloc(size);
+  OnNativeAlloc(p, size);
+  return p;
+}
+void* HookCalloc(size_t n, size_t size) {
+  void* p = g_real.calloc(n, size);
+  OnNativeAlloc(p, n * size);
+  return p;
+}
+void HookFree(void* p) {
+  OnNativeFree(p);
+  g_real.free(p);
+}
+void* HookRealloc(void* old, size_t size) {
+  OnNativeFree(old);
+  void* p = g_real.realloc(old, size);
+  if (p == nullptr && old != nullptr && size != 0) {
+    // Failed: the old block is still live. Count it back (its sample, if any, is lost).
+    HookThreadState& s = t_state;
+    if (Counting(s)) {
+      BusyScope busy(s);
+      Account(s, static_cast<int64_t>(malloc_usable_size(old)));
+    }
+    return p;
+  }
+  OnNativeAlloc(p, size);
+  return p;
+}
+void* HookReallocarray(void* old, size_t n, size_t size) {
+  OnNativeFree(old);
+  void* p = g_real.reallocarray(old, n, size);
+  if (p == nullptr && old != nullptr && n * size != 0) {
+    HookThreadState& s = t_state;
+    if (Counting(s)) {
+      BusyScope busy(s);
+      Account(s, static_cast<int64_t>(malloc_usable_size(old)));
+    }
+    return p;
+  }
+  OnNativeAlloc(p, n * size);
+  return p;
+}
+int HookPosixMemalign(void** out, size_t align, size_t size) {
+  const int rc = g_real.posix_memalign(out, align, size);
+  if (rc == 0) OnNativeAlloc(*out, size);
+  return rc;
+}
+void* HookAlignedAlloc(size_t align, size_t size) {
+  void* p = g_real.aligned_alloc(align, size);
+  OnNativeAlloc(p, size);
+  return p;
+}
+void* HookMemalign(size_t align, size_t size) {
+  void* p = g_real.memalign(align, size);
+  OnNativeAlloc(p, size);
+  return p;
+}
+void* HookValloc(size_t size) {
+  void* p = g_real.valloc(size);
+  OnNativeAlloc(p, size);
+  return p;
+}
+void* HookPvalloc(size_t size) {
+  void* p = g_real.pvalloc(size);
+  OnNativeAlloc(p, size);
+  return p;
+}
+
+void OnMap(void* p, size_t len, int flags) {
+  HookThreadState& s = t_state;
+  if (p == MAP_FAILED || !(flags & MAP_ANONYMOUS) || !Counting(s)) return;
+  BusyScope busy(s);
+  g_mappings->Insert(reinterpret_cast<uintptr_t>(p), len);
+  if (s.python_depth == 0) SampleAlloc(s, p, len, memory::kDomainNative);
+  Account(s, static_cast<int64_t>(len));
+}
+void* HookMmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  void* p = g_real.mmap(addr, len, prot, flags, fd, off);
+  OnMap(p, len, flags);
+  return p;
+}
+void* HookMmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  void* p = g_real.mmap64(addr, len, prot, flags, fd, off);
+  OnMap(p, len, flags);
+  return p;
+}
+int HookMunmap(void* addr, size_t len) {
+  HookThreadState& s = t_state;
+  if (Counting(s)) {
+    BusyScope busy(s);
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    const size_t mapped = g_mappings->Take(a);
+    if (mapped != 0) {
+      // Unmapping a prefix keeps the rest mapped (and tracked); interior holes are not
+      // followed (their bytes stay counted until the mapping's start is unmapped).
+      const size_t page = 4096;
+      const size_t removed = len < mapped ? ((len + page - 1) & ~(page - 1)) : mapped;
+      if (removed < mapped) g_mappings->Insert(a + removed, mapped - removed);
+      if (s.python_depth == 0) SampleFree(s, addr);
+      Account(s, -static_cast<int64_t>(removed));
+    }
+  }
+  return g_real.munmap(addr, len);
+}
+
+void* HookMemcpy(void* d, const void* src, size_t n) {
+  OnCopy(n);
+  return g_real.memcpy(d, src, n);
+}
+void* HookMemmove(void* d, const void* src, size_t n) {
+  OnCopy(n);
+  return g_real.memmove(d, src, n);
+}
+void* HookMempcpy(void* d, const void* src, size_t n) {
+  OnCopy(n);
+  return g_real.mempcpy(d, src, n);
+}
+void* HookMemcpyChk(void* d, const void* src, size_t n, size_t cap) {
+  OnCopy(n);
+  return g_real.memcpy_chk(d, src, n, cap);
+}
+void* HookMemmoveChk(void* d, const void* src, size_t n, size_t cap) {
+  OnCopy(n);
+  return g_real.memmove_chk(d, src, n, cap);
+}
+void* HookMempcpyChk(void* d, const void* src, size_t n, size_t cap) {
+  OnCopy(n);
+  return g_real.mempcpy_chk(d, src, n, cap);
+}
+
+void* HookDlopen(const char* file, int flags) {
+  void* handle = g_real.dlopen(file, flags);
+  if (handle != nullptr && g_patcher != nullptr) {
+    HookThreadState& s = t_state;
+    BusyScope busy(s);  // the patcher allocates; those are peakline's bytes
+    g_patcher->PatchNewObjects();
+  }
+  return handle;
+}
+
+template <typename F>
+Interposition Entry(const char* name, F replacement, F* original) {
+  return Interposition{name, reinterpret_cast<void*>(replacement), reinterpret_cast<void**>(original)};
+}
+
+void OnForkChild() {
+  // The child has no aggregator thread: stop counting rather than fill a ring nobody drains.
+  g_counting.store(false, std::memory_order_relaxed);
+  g_copies.store(false, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
+                      const void* self_addr, std::string* error) {
+  static bool atfork_registered = false;
+  if (!atfork_registered) {
+    pthread_atfork(nullptr, nullptr, OnForkChild);
+    atfork_registered = true;
+  }
+  HookThreadState& s = t_state;
+  BusyScope busy(s);
+  g_alloc_mean = config.alloc_mean_bytes;
+  g_copy_mean = config.copy_mean_bytes;
+  g_capture = capture;
+  if (g_ring == nullptr) g_ring = new engine::MpscRing(config.event_ring_bytes);
+  if (g_sampled == nullptr) g_sampled = new memory::SampledPointerTable(18);
+  if (g_mappings == nullptr) g_mappings = new MappingTable();
+  // Drain anything left from an earlier session: the consumer is us, the producers are off.
+  alignas(8) uint8_t scratch[sizeof(MemoryEvent) + memory::kMaxMemoryFrames * sizeof(engine::RawFrame)];
+  while (g_ring->Read(scratch, sizeof(scratch)) != 0) {}
+  g_sampled->Clear();
+  g_mappings->Clear();
+  g_heap.Reset();
+  g_alloc_samples = g_free_samples = g_copy_samples = g_untracked = 0;
+
+  static const Interposition kTable[] = {
+      Entry("malloc", &HookMalloc, &g_real.malloc),
+      Entry("calloc", &HookCalloc, &g_real.calloc),
+      Entry("realloc", &HookRealloc, &g_real.realloc),
+      Entry("reallocarray", &HookReallocarray, &g_real.reallocarray),
+      Entry("free", &HookFree, &g_real.free),
+      Entry("posix_memalign", &HookPosixMemalign, &g_real.posix_memalign),
+      Entry("aligned_alloc", &HookAlignedAlloc, &g_real.aligned_alloc),
+      Entry("memalign", &HookMemalign, &g_real.memalign),
+      Entry("valloc", &HookValloc, &g_real.valloc),
+      Entry("pvalloc", &HookPvalloc, &g_real.pvalloc),
+      Entry("mmap", &HookMmap, &g_real.mmap),
+      Entry("mmap64", &HookMmap64, &g_real.mmap64),
+      Entry("munmap", &HookMunmap, &g_real.munmap),
+      Entry("memcpy", &HookMemcpy, &g_real.memcpy),
+      Entry("memmove", &HookMemmove, &g_real.memmove),
+      Entry("mempcpy", &HookMempcpy, &g_real.mempcpy),
+      Entry("__memcpy_chk", &HookMemcpyChk, &g_real.memcpy_chk),
+      Entry("__memmove_chk", &HookMemmoveChk, &g_real.memmove_chk),
+      Entry("__mempcpy_chk", &HookMempcpyChk, &g_real.mempcpy_chk),
+      Entry("dlopen", &HookDlopen, &g_real.dlopen),
+  };
+  if (g_patcher == nullptr) g_patcher = new SymbolPatcher();
+  const void* skip[] = {self_addr};
+  // Counting starts before patching so no block allocated through a patched slot is missed;
+  // until a slot is patched its callers simply are not seen.
+  g_copies.store(config.track_copies, std::memory_order_relaxed);
+  g_counting.store(true, std::memory_order_relaxed);
+  if (!g_patcher->Install(kTable, sizeof(kTable) / sizeof(kTable[0]), skip, 1, error)) {
+    g_counting.store(false, std::memory_order_relaxed);
+    g_copies.store(false, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+void StopMemoryHooks() {
+  g_counting.store(false, std::memory_order_relaxed);
+  g_copies.store(false, std::memory_order_relaxed);
+  if (g_patcher != nullptr) g_patcher->Uninstall();
+  // Flush this thread's residue; other threads' residues (< 64 KiB each) are lost.
+  HookThreadState& s = t_state;
+  if (s.delta != 0) {
+    int64_t live, now;
+    g_heap.Flush(s.delta, &live, &now);
+    s.delta = 0;
+  }
+}
+
+bool MemoryHooksActive() { return g_counting.load(std::memory_order_relaxed); }
+engine::MpscRing* MemoryEventRing() { return g_ring; }
+memory::HeapCounters& Heap() { return g_heap; }
+
+MemoryHookStats HookStats() {
+  return MemoryHookStats{g_alloc_samples.load(), g_free_samples.load(), g_copy_samples.load(),
+                         g_ring ? g_ring->dropped() : 0, g_untracked.load()};
+}
+
+void MarkCurrentThreadInternal() { t_state.internal = true; }
+
+void EnterPythonDomain() { ++t_state.python_depth; }
+void LeavePythonDomain() { --t_state.python_depth; }
+
+void OnPythonAlloc(void* ptr, size_t size) {
+  HookThreadState& s = t_state;
+  if (ptr == nullptr || !Counting(s)) return;
+  BusyScope busy(s);
+  SampleAlloc(s, ptr, size, memory::kDomainPython);
+  if (s.pending_peak != 0) {
+    PushEvent(s, MemoryEventType::kPeak, 0, 0, s.pending_peak, 0, s.pending_peak_time_ns, false);
+    s.pending_peak = 0;
+  }
+}
+
+void OnPythonFree(void* ptr) {
+  HookThreadState& s = t_state;
+  if (ptr == nullptr || !Counting(s)) return;
+  BusyScope busy(s);
+  SampleFree(s, ptr);
+}
+
+}  // namespace peakline::hooks

@@ -1,0 +1,70 @@
+// Allocation and copy hooks: the replacements that the SymbolPatcher installs in every loaded
+// object's GOT (malloc family, mmap/munmap, memcpy family, dlopen), plus the entry points
+// that the Python-domain allocator wrappers (hooks/pymem_hooks.h) call.
+//
+// What a hook does, in order (hot path: no locks, no allocation, no exceptions):
+//   1. call the real function;
+//   2. if this thread is not inside peakline itself: feed its byte sampler and, at a sampling
+//      point, capture the Python stack and push a MemoryEvent (alloc / free / copy);
+//   3. update the thread's exact live-bytes delta and flush it to HeapCounters every 64 KiB,
+//      pushing a kPeak event when the flush sets a new high-water mark.
+// Step 2 comes before step 3 so a peak event always follows the sample that made the peak.
+//
+// Python vs native: allocations made through PyMem_* / PyObject_* are sampled once, at the
+// Python level (domain "python"); the malloc/mmap calls that the Python allocator makes
+// underneath are counted in the exact totals but not sampled again. Everything else is
+// "native". The profiler's own threads are marked internal and not counted at all.
+#ifndef PEAKLINE_HOOKS_ALLOCATION_HOOKS_H_
+#define PEAKLINE_HOOKS_ALLOCATION_HOOKS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "engine/mpsc_ring.h"
+#include "engine/sample_record.h"
+#include "memory/heap_counters.h"
+
+namespace peakline::hooks {
+
+// Fills frames (leaf first) for the calling thread; returns how many. Must not allocate.
+using MemoryStackCapture = int (*)(engine::RawFrame* frames, int max_frames);
+
+struct MemoryConfig {
+  int64_t alloc_mean_bytes = 512 * 1024;
+  int64_t copy_mean_bytes = 2 * 1024 * 1024;
+  bool track_copies = true;
+  size_t event_ring_bytes = 2 * 1024 * 1024;
+};
+
+struct MemoryHookStats {
+  uint64_t alloc_samples;
+  uint64_t free_samples;
+  uint64_t copy_samples;
+  uint64_t dropped_events;   // ring full
+  uint64_t untracked;        // sampled pointer table window full
+};
+
+// Setup and teardown: GIL held, never from a hook. self_addr: any address inside peakline's
+// own extension (that object is never patched, so peakline's own allocations are invisible).
+[[nodiscard]] bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
+                                    const void* self_addr, std::string* error);
+void StopMemoryHooks();
+bool MemoryHooksActive();
+
+engine::MpscRing* MemoryEventRing();
+memory::HeapCounters& Heap();
+MemoryHookStats HookStats();
+
+// The calling thread is part of peakline (the aggregator): its allocations are not counted.
+void MarkCurrentThreadInternal();
+
+// For hooks/pymem_hooks.cc.
+void EnterPythonDomain();
+void LeavePythonDomain();
+void OnPythonAlloc(void* ptr, size_t size);
+void OnPythonFree(void* ptr);
+
+}  // namespace peakline::hooks
+
+#endif  // PEAKLINE_HOOKS_ALLOCATION_HOOKS_H_

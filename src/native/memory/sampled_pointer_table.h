@@ -1,0 +1,88 @@
+// SampledPointerTable: the set of addresses of sampled allocations that are still live.
+//
+// Every free() probes it, so lookups of absent keys must be cheap: open addressing with
+// linear probing inside a bounded window (kWindow slots from the hash position). Lock-free:
+// Insert claims an empty or deleted slot with a CAS; Remove swaps the key for kDeleted.
+// Slots never return to empty, so a long run slowly fills the table with deleted markers; a
+// lookup then scans the whole window (kWindow * 8 bytes, a few cache lines). When no slot
+// in the window is free, Insert fails and the caller counts the sample as "not tracked".
+//
+// Thread safety: all operations may run concurrently from any thread; none allocates.
+#ifndef PEAKLINE_MEMORY_SAMPLED_POINTER_TABLE_H_
+#define PEAKLINE_MEMORY_SAMPLED_POINTER_TABLE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace peakline::memory {
+
+class SampledPointerTable {
+ public:
+  static constexpr uintptr_t kEmpty = 0;
+  static constexpr uintptr_t kDeleted = 1;
+  static constexpr size_t kWindow = 32;
+
+  explicit SampledPointerTable(size_t log2_slots)
+      : mask_((size_t{1} << log2_slots) - 1), shift_(64 - log2_slots),
+        slots_(new std::atomic<uintptr_t>[(size_t{1} << log2_slots) + kWindow]) {
+    for (size_t i = 0; i <= mask_ + kWindow; ++i) slots_[i].store(kEmpty, std::memory_order_relaxed);
+  }
+
+  // Returns false if the key is already present or the window is full.
+  bool Insert(uintptr_t key) {
+    if (key <= kDeleted || Contains(key)) return false;
+    const size_t start = Hash(key);
+    for (size_t i = 0; i < kWindow; ++i) {
+      std::atomic<uintptr_t>& slot = slots_[start + i];
+      uintptr_t v = slot.load(std::memory_order_relaxed);
+      while (v == kEmpty || v == kDeleted) {
+        if (slot.compare_exchange_weak(v, key, std::memory_order_release, std::memory_order_relaxed))
+          return true;
+      }
+    }
+    return false;
+  }
+
+  // Hot path (every free): returns true if the key was present and is now removed.
+  bool Remove(uintptr_t key) {
+    const size_t start = Hash(key);
+    for (size_t i = 0; i < kWindow; ++i) {
+      std::atomic<uintptr_t>& slot = slots_[start + i];
+      uintptr_t v = slot.load(std::memory_order_acquire);
+      if (v == kEmpty) return false;
+      if (v == key) return slot.compare_exchange_strong(v, kDeleted, std::memory_order_acq_rel);
+    }
+    return false;
+  }
+
+  bool Contains(uintptr_t key) const {
+    const size_t start = Hash(key);
+    for (size_t i = 0; i < kWindow; ++i) {
+      const uintptr_t v = slots_[start + i].load(std::memory_order_acquire);
+      if (v == kEmpty) return false;
+      if (v == key) return true;
+    }
+    return false;
+  }
+
+  // Not thread safe: only while no hook runs (between profiling sessions).
+  void Clear() {
+    for (size_t i = 0; i <= mask_ + kWindow; ++i) slots_[i].store(kEmpty, std::memory_order_relaxed);
+  }
+
+ private:
+  size_t Hash(uintptr_t key) const {
+    // Allocations are at least 16-byte aligned: drop the low bits, then Fibonacci hashing.
+    return static_cast<size_t>(((key >> 4) * 0x9E3779B97F4A7C15ULL) >> shift_) & mask_;
+  }
+
+  const size_t mask_;
+  const unsigned shift_;
+  std::unique_ptr<std::atomic<uintptr_t>[]> slots_;  // mask_+1+kWindow: the window never wraps
+};
+
+}  // namespace peakline::memory
+
+#endif  // PEAKLINE_MEMORY_SAMPLED_POINTER_TABLE_H_

@@ -1,0 +1,85 @@
+"""Leak scoring from per-line live-bytes timelines.
+
+A line leaks when the memory it allocated and still holds keeps growing until the end of the
+run. Two things must both be true:
+
+1. *A rising trend*: the Mann-Kendall statistic over the line's timeline points (its live
+   bytes at each change, plus the value at the end of the run) says the series goes up, not
+   just wanders. ``trend`` is the one-sided confidence Phi(z).
+2. *Still rising at the end*: the growth over the second half of the run is at least 5% of
+   what the line holds at the end. A cache that grows and then plateaus fails this; memory
+   that is freed soon after it is allocated holds ~nothing at the end and fails it too.
+
+``leak_likelihood`` = trend when (2) holds, else 0; ``leak_rate_bytes_s`` is the least-squares
+slope of live bytes over the second half of the run (0 when not leaking). Lines are flagged in
+reports at likelihood >= LEAK_REPORT_THRESHOLD.
+
+Sampling noise: each point is an unbiased estimate with relative error ~ sqrt(T / bytes)
+(T = the sampling interval); a leak of a few T is visible, smaller ones are not claimed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+LEAK_REPORT_THRESHOLD = 0.95
+MIN_POINTS = 4
+RECENT_GROWTH_SHARE = 0.05
+
+
+def _mann_kendall_confidence(values: Sequence[float]) -> float:
+    n = len(values)
+    s = 0
+    for i in range(n - 1):
+        vi = values[i]
+        for j in range(i + 1, n):
+            d = values[j] - vi
+            s += (d > 0) - (d < 0)
+    var = n * (n - 1) * (2 * n + 5) / 18.0
+    if var <= 0 or s <= 0:
+        return 0.0
+    z = (s - 1) / math.sqrt(var)
+    return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+
+
+def _value_at(points: Sequence[tuple[float, float]], t: float) -> float:
+    value = 0.0
+    for pt, pv in points:
+        if pt > t:
+            break
+        value = pv
+    return value
+
+
+def _slope(points: Sequence[tuple[float, float]]) -> float:
+    n = len(points)
+    if n < 2:
+        return 0.0
+    mt = sum(p[0] for p in points) / n
+    mv = sum(p[1] for p in points) / n
+    den = sum((p[0] - mt) ** 2 for p in points)
+    if den <= 0:
+        return 0.0
+    return sum((p[0] - mt) * (p[1] - mv) for p in points) / den
+
+
+def score(timeline: Sequence[Sequence[float]], end_s: float) -> tuple[float, float]:
+    """(leak_likelihood, leak_rate_bytes_s) of one line's ``[[t_s, live_bytes], ...]``."""
+    points = [(float(t), float(v)) for t, v in timeline]
+    if not points:
+        return 0.0, 0.0
+    if points[-1][0] < end_s:
+        points.append((end_s, points[-1][1]))
+    final = points[-1][1]
+    if len(points) < MIN_POINTS or final <= 0:
+        return 0.0, 0.0
+    start = points[0][0]
+    mid = start + (end_s - start) / 2
+    recent_growth = final - _value_at(points, mid)
+    if recent_growth < RECENT_GROWTH_SHARE * final:
+        return 0.0, 0.0
+    likelihood = _mann_kendall_confidence([v for _, v in points])
+    second_half = [p for p in points if p[0] >= mid] or points[-2:]
+    rate = max(0.0, _slope(second_half)) if likelihood > 0 else 0.0
+    return likelihood, rate
