@@ -36,6 +36,13 @@ class Outcome:
     exit_code: int
     exc: BaseException | None = None        # uncaught exception (not SystemExit)
     interrupted: bool = False               # ended by an uncaught KeyboardInterrupt
+    # Keeps the program's globals (or the exception whose traceback references them) alive
+    # until the caller has stopped profiling: unprofiled, __main__'s objects live until the
+    # interpreter shuts down, so their release must not show up as frees in the profile.
+    keepalive: object = None
+
+    def release(self) -> None:
+        self.keepalive = None
 
 
 def _exit_code_of(exc: SystemExit) -> int:
@@ -61,19 +68,20 @@ def run(target: Target) -> Outcome:
                 sys.path[0] = script_dir
             else:
                 sys.path.insert(0, script_dir)
-            runpy.run_path(target.script, run_name="__main__")
+            namespace = runpy.run_path(target.script, run_name="__main__")
         else:
             sys.argv = [target.module or "", *target.args]
             if sys.path:
                 sys.path[0] = os.getcwd()
-            runpy.run_module(target.module or "", run_name="__main__", alter_sys=True)
-        outcome = Outcome(0)
+            namespace = runpy.run_module(target.module or "", run_name="__main__",
+                                         alter_sys=True)
+        outcome = Outcome(0, keepalive=namespace)
     except SystemExit as exc:
-        outcome = Outcome(_exit_code_of(exc))
+        outcome = Outcome(_exit_code_of(exc), keepalive=exc)
     except KeyboardInterrupt as exc:
-        outcome = Outcome(130, exc=exc, interrupted=True)
+        outcome = Outcome(130, exc=exc, interrupted=True, keepalive=exc)
     except BaseException as exc:  # noqa: BLE001 - the program's own uncaught exception
-        outcome = Outcome(1, exc=exc)
+        outcome = Outcome(1, exc=exc, keepalive=exc)
     _join_non_daemon_threads()
     sys.argv = saved_argv
     if saved_path0 is not None and sys.path:
@@ -121,3 +129,36 @@ def finish(outcome: Outcome) -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     sys.exit(outcome.exit_code)
+
+
+# ---- os._exit -----------------------------------------------------------------------------
+# os._exit ends the process at once: no atexit, no finally. multiprocessing's fork children
+# always end this way, and programs use it to skip cleanup. While peakline profiles, os._exit
+# is wrapped so the callbacks below write the profile first; then the real os._exit runs with
+# the same status. Callbacks must be quick and must not raise (errors are swallowed).
+_real_os_exit = os._exit
+_os_exit_callbacks: list = []
+
+
+def _os_exit(status):
+    for callback in list(_os_exit_callbacks):
+        try:
+            callback(status)
+        except BaseException:  # noqa: BLE001 - the process is ending; never block that
+            pass
+    _real_os_exit(status)
+
+
+def on_os_exit(callback) -> None:
+    """Calls ``callback(status)`` before the process ends by os._exit (until removed)."""
+    if callback not in _os_exit_callbacks:
+        _os_exit_callbacks.append(callback)
+    if os._exit is not _os_exit:
+        os._exit = _os_exit
+
+
+def remove_os_exit(callback) -> None:
+    if callback in _os_exit_callbacks:
+        _os_exit_callbacks.remove(callback)
+    if not _os_exit_callbacks and os._exit is _os_exit:
+        os._exit = _real_os_exit

@@ -15,8 +15,11 @@ namespace {
 
 void Start(int64_t cpu_interval_ns, int64_t tick_ns, bool sample_native_threads, int main_tid,
            nb::bytes call_opcodes, bool memory, int64_t memory_sampling_interval_bytes,
-           int64_t copy_sampling_interval_bytes, nb::object file_filter) {
+           int64_t copy_sampling_interval_bytes, nb::object file_filter, bool gpu,
+           nb::object torch_probe) {
   ProfilerConfig config;
+  config.gpu = gpu;
+  config.torch_probe = torch_probe.is_none() ? nullptr : torch_probe.ptr();
   config.memory = memory;
   config.memory_sampling_interval_bytes = memory_sampling_interval_bytes;
   config.copy_sampling_interval_bytes = copy_sampling_interval_bytes;
@@ -82,6 +85,27 @@ nb::dict Collect() {
     memory["stats"] = mstats;
     out["memory"] = memory;
   }
+  if (snap.gpu_requested) {
+    nb::dict gpu;
+    nb::list devices;
+    for (const std::string& name : snap.gpu_devices) devices.append(name);
+    nb::list gpu_stacks;
+    for (const Snapshot::GpuStack& g : snap.gpu_stacks) {
+      gpu_stacks.append(nb::make_tuple(g.util_ns, g.peak_bytes, g.alloc_bytes, g.net_bytes,
+                                       g.live_at_peak_bytes));
+    }
+    nb::list errors;
+    for (const auto& [query, code, n] : snap.gpu_errors) errors.append(nb::make_tuple(query, code, n));
+    nb::dict gstats;
+    for (const auto& [name, value] : snap.gpu_stats) gstats[name.c_str()] = value;
+    gpu["measured"] = snap.gpu_measured;
+    gpu["unavailable"] = snap.gpu_unavailable;
+    gpu["devices"] = devices;
+    gpu["stacks"] = gpu_stacks;
+    gpu["errors"] = errors;
+    gpu["stats"] = gstats;
+    out["gpu"] = gpu;
+  }
   out["frames"] = frames;
   out["stacks"] = stacks;
   out["threads"] = threads;
@@ -97,7 +121,8 @@ NB_MODULE(_core, m) {
         nb::arg("sample_native_threads"), nb::arg("main_tid"), nb::arg("call_opcodes"),
         nb::arg("memory") = false, nb::arg("memory_sampling_interval_bytes") = 512 * 1024,
         nb::arg("copy_sampling_interval_bytes") = 2 * 1024 * 1024,
-        nb::arg("file_filter") = nb::none());
+        nb::arg("file_filter") = nb::none(), nb::arg("gpu") = false,
+        nb::arg("torch_probe") = nb::none());
   m.def("stop", &Stop);
   m.def("active", &peakline::engine::ProfilerActive);
   m.def("collect", &Collect);

@@ -45,6 +45,13 @@ Aggregator::Aggregator(const AggregatorConfig& config) : config_(config), resolv
     memory_ = std::make_unique<MemoryAggregator>(&table_, &resolver_, config_.file_filter,
                                                  config_.start_ns);
   }
+  if (config_.gpu) {
+    std::string why;
+    gpu::NvmlPollerOptions options;
+    options.on_thread_start = hooks::MarkCurrentThreadInternal;  // NVML's own mallocs
+    std::unique_ptr<gpu::NvmlPoller> poller = gpu::NvmlPoller::Open(options, &why);
+    gpu_ = std::make_unique<gpu::GpuAggregator>(&table_, std::move(poller), why, config_.torch_probe);
+  }
 }
 
 Aggregator::~Aggregator() {
@@ -57,6 +64,7 @@ Aggregator::~Aggregator() {
 void Aggregator::Start() {
   RegisterPythonThreads();
   if (config_.sample_native_threads) ScanNativeThreads();
+  if (gpu_) gpu_->Start(MonotonicNowNs());
   thread_ = std::thread([this] { Run(); });
   thread_started_ = true;
 }
@@ -69,6 +77,7 @@ void Aggregator::StopThread() {
   }
   cv_.notify_all();
   thread_.join();
+  if (gpu_) gpu_->StopThread();
   thread_started_ = false;
   stopped_ = true;
   for (auto& [tid, slot] : slots_) {
@@ -119,6 +128,12 @@ void Aggregator::Tick(bool measure_wait) {
     memory_->Drain();
     memory_->OnTick(now);
   }
+  if (gpu_) {  // GPU figures go to the line the main thread is on
+    gpu_->OnTick(now, [this] {
+      MainThreadStack(&main_stack_);
+      return table_.StackIndex(config_.main_tid, main_stack_.data(), main_stack_.size());
+    });
+  }
 }
 
 void Aggregator::RegisterPythonThreads() {
@@ -151,7 +166,7 @@ void Aggregator::ScanNativeThreads() {
     const pid_t tid = static_cast<pid_t>(std::atoi(e->d_name));
     if (tid <= 0) continue;
     alive.insert(tid);
-    if (tid != own_tid_ && !slots_.count(tid)) Register(tid, false);
+    if (tid != own_tid_ && !slots_.count(tid) && !IsGpuPoller(tid)) Register(tid, false);
   }
   closedir(dir);
   std::vector<ThreadSlot*> gone;

@@ -32,6 +32,7 @@
 #include "engine/memory_aggregator.h"
 #include "engine/sample_record.h"
 #include "engine/thread_slot.h"
+#include "gpu/gpu_aggregator.h"
 #include "profile/stack_table.h"
 
 namespace peakline::engine {
@@ -46,6 +47,8 @@ struct AggregatorConfig {
   bool memory = false;            // drain the allocation hooks' events too
   PyObject* file_filter = nullptr;  // borrowed; callable(filename) -> bool
   int64_t start_ns = 0;
+  bool gpu = false;                 // poll NVML and charge GPU figures (gpu/gpu_aggregator.h)
+  PyObject* torch_probe = nullptr;  // borrowed; callable() -> None | (allocated, reserved)
 };
 
 struct AggregatorStats {
@@ -79,6 +82,7 @@ class Aggregator {
 
   profile::StackTable& table() { return table_; }
   const MemoryAggregator* memory() const { return memory_.get(); }
+  const gpu::GpuAggregator* gpu() const { return gpu_.get(); }
   const AggregatorStats& stats() const { return stats_; }
   const AggregatorConfig& config() const { return config_; }
   std::vector<ThreadSummary> Threads() const;
@@ -92,6 +96,9 @@ class Aggregator {
   void Tick(bool measure_wait);
   void RegisterPythonThreads();
   void ScanNativeThreads();
+  bool IsGpuPoller(pid_t tid) const {  // peakline's own NVML thread: never sampled
+    return gpu_ && gpu_->poller() && gpu_->poller()->thread_tid() == tid;
+  }
   ThreadSlot* Register(pid_t tid, bool python);
   void Retire(ThreadSlot* slot);
   void MeasureWait(ThreadSlot* slot, PyThreadState* ts, int64_t now_ns);
@@ -104,6 +111,7 @@ class Aggregator {
   profile::StackTable table_;
   CodeResolver resolver_;
   std::unique_ptr<MemoryAggregator> memory_;
+  std::unique_ptr<gpu::GpuAggregator> gpu_;
   AggregatorStats stats_;
 
   std::unordered_map<pid_t, ThreadSlot*> slots_;  // live and retired-but-draining slots

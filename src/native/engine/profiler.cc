@@ -101,6 +101,8 @@ std::string StartProfiler(const ProfilerConfig& config) {
   ac.signo = CpuSamplingSignal();
   ac.memory = config.memory;
   ac.file_filter = static_cast<PyObject*>(config.file_filter);
+  ac.gpu = config.gpu;
+  ac.torch_probe = static_cast<PyObject*>(config.torch_probe);
   ac.start_ns = MonotonicNowNs();
   g_start_ns = ac.start_ns;
   if (int err = InstallCpuSignalHandler(ac.signo, CapturePythonStack); err != 0) {
@@ -198,6 +200,41 @@ Snapshot CollectProfile() {
         {"untracked_samples", static_cast<int64_t>(hs.untracked)},
         {"peak_events", mem->peak_events()},
         {"invalid_events", mem->invalid_events()},
+    };
+  }
+  if (const gpu::GpuAggregator* g = g_finished->gpu()) {
+    snap.gpu_requested = true;
+    snap.gpu_measured = g->measured();
+    snap.gpu_unavailable = g->unavailable();
+    if (g->poller() != nullptr) {
+      snap.gpu_devices = g->poller()->device_names();
+      for (const auto& [key, n] : g->poller()->Errors()) {
+        snap.gpu_errors.emplace_back(gpu::GpuQueryName(key.first), gpu::NvmlReturnName(key.second), n);
+      }
+    }
+    if (snap.gpu_measured) {
+      for (const profile::StackRow& row : table.stacks()) {
+        const profile::StackCounters& c = row.counters;
+        snap.gpu_stacks.push_back(Snapshot::GpuStack{c.gpu_util_ns, c.gpu_peak_bytes,
+                                                     c.gpu_alloc_bytes, c.gpu_net_bytes,
+                                                     g->LiveAtPeak(c)});
+      }
+    }
+    const gpu::GpuStats& gs = g->stats();
+    snap.gpu_stats = {
+        {"readings", gs.readings},
+        {"util_readings", gs.util_readings},
+        {"process_memory_readings", gs.process_memory_readings},
+        {"device_memory_readings", gs.device_memory_readings},
+        {"busy_ns", gs.busy_ns},
+        {"util_observed_ns", gs.util_observed_ns},
+        {"peak_bytes", gs.peak_bytes},
+        {"torch_ticks", gs.torch_ticks},
+        {"torch_probe_errors", gs.torch_probe_errors},
+        {"tracked_peak_bytes", gs.tracked_peak_bytes},
+        {"poll_interval_ns", g->poller() ? g->poller()->interval_ns() : 0},
+        {"dropped_readings", g->poller() ? g->poller()->dropped() : 0},
+        {"pid_namespace", g->poller() && g->poller()->pid_namespace() ? 1 : 0},
     };
   }
   const AggregatorStats& s = g_finished->stats();

@@ -28,6 +28,9 @@ struct ProfilerConfig {
   int64_t memory_sampling_interval_bytes = 512 * 1024;
   int64_t copy_sampling_interval_bytes = 2 * 1024 * 1024;
   void* file_filter = nullptr;  // PyObject*: callable(filename) -> bool (borrowed)
+  // GPU: NVML poller + PyTorch probe (gpu/gpu_aggregator.h; docs/gpu.md).
+  bool gpu = false;
+  void* torch_probe = nullptr;  // PyObject*: callable() -> None | (allocated, reserved) (borrowed)
 };
 
 // Plain data handed to the binding; shape documented in docs/internals-raw-samples.md.
@@ -56,6 +59,17 @@ struct Snapshot {
   std::vector<MemoryLine> memory_lines;
   std::vector<std::pair<int64_t, int64_t>> timeline;
   std::vector<std::pair<std::string, int64_t>> memory_stats;
+  // GPU: present when gpu_requested; gpu_stacks parallel to `stacks` when gpu_measured.
+  struct GpuStack {
+    int64_t util_ns, peak_bytes, alloc_bytes, net_bytes, live_at_peak_bytes;
+  };
+  bool gpu_requested = false;
+  bool gpu_measured = false;
+  std::string gpu_unavailable;  // why NVML is not used ("" when it is)
+  std::vector<std::string> gpu_devices;
+  std::vector<GpuStack> gpu_stacks;
+  std::vector<std::pair<std::string, int64_t>> gpu_stats;
+  std::vector<std::tuple<std::string, std::string, int64_t>> gpu_errors;  // (query, NVML code, polls)
 };
 
 // Returns "" on success, else a one-line reason (already profiling, frame layout mismatch,

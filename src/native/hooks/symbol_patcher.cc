@@ -471,8 +471,15 @@ bool SymbolPatcher::Install(const Interposition* table, size_t n, const void* co
   if (unsigned long ldso = getauxval(AT_BASE)) skip.push_back(ldso);
   if (unsigned long vdso = getauxval(AT_SYSINFO_EHDR)) skip.push_back(vdso);
 
-  for (size_t i = 0; i < n; ++i) *table[i].original = reinterpret_cast<void*>(entries[i].original);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // Written only when they change (a re-Install finds them equal), so that replacements still
+  // running from an earlier installation may read them with plain loads, race-free.
+  for (size_t i = 0; i < n; ++i) {
+    std::atomic_ref<void*> original(*table[i].original);
+    void* value = reinterpret_cast<void*>(entries[i].original);
+    if (original.load(std::memory_order_relaxed) != value) {
+      original.store(value, std::memory_order_release);
+    }
+  }
 
   entries_ = std::move(entries);
   skip_addrs_ = std::move(skip);

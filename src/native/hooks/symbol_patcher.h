@@ -26,8 +26,13 @@
 // memcpy the implementation the resolver picks. If that lookup finds the replacement itself,
 // a skipped object, or a non-PIE executable's canonical PLT entry (an undefined symbol with a
 // value, which would loop back through the patched slot), the patcher falls back to the copy
-// reached through libc's own handle. Originals are never reset, not even by Uninstall, so a
-// replacement that is still running on another thread always has somewhere to forward to.
+// reached through libc's own handle. Each `*original` is stored (atomically, and only if its
+// value changes) before the first slot is written; it is never reset, not even by Uninstall,
+// so a replacement still running on another thread always has somewhere to forward to, and a
+// re-Install, which finds the same values, does not write to them again. Replacements should
+// read them with a relaxed atomic load (`__atomic_load_n(&p, __ATOMIC_RELAXED)`, a plain load
+// on x86-64 and aarch64), which keeps TSan quiet: it cannot see that the GOT store through
+// which a thread reached the replacement came after the store of the original.
 //
 // RELRO. With -z relro the GOT is made read-only once relocated. A slot's current protection
 // is derived from the object's program headers (PT_GNU_RELRO, page-rounded the way ld.so
@@ -46,7 +51,16 @@
 // Blind spots (by construction): function pointers copied elsewhere before Install (a
 // pointer saved at run time, the result of dlsym(..., "malloc")); statically linked
 // allocators and objects linked without dynamic relocations for the name (-Bsymbolic,
-// hidden aliases); calls libc makes to itself (libc is never patched); raw syscalls.
+// hidden aliases); calls libc makes to itself (libc is never patched); raw syscalls; slots
+// bound to another definition or symbol version (see above); objects in dlmopen namespaces
+// (dl_iterate_phdr lists only ours); an object loaded by a thread between its dlopen
+// returning and the PatchNewObjects that follows may run a few calls unpatched. A program's
+// own plain reads of a patched data pointer race, formally, with our atomic store (benign on
+// x86-64/aarch64; visible to TSan only if that program is instrumented).
+//
+// For the dlopen replacement: the real dlopen resolves a bare library name with the RUNPATH
+// of its *caller*, which becomes the replacement's object instead of the one that called
+// dlopen. Retry with the caller's search path, or resolve the path first, if that matters.
 #ifndef PEAKLINE_HOOKS_SYMBOL_PATCHER_H_
 #define PEAKLINE_HOOKS_SYMBOL_PATCHER_H_
 

@@ -41,6 +41,13 @@ struct StackCounters {
   // Lazy peak snapshot: live_bytes as it was when peak epoch `peak_epoch` began.
   uint64_t peak_epoch = 0;
   int64_t live_at_epoch_start = 0;
+  // GPU (gpu/gpu_aggregator.h): charged to the main thread's stack once per tick.
+  int64_t gpu_util_ns = 0;       // GPU busy time (utilisation × tick length)
+  int64_t gpu_peak_bytes = 0;    // most GPU memory the process held while this stack ran
+  int64_t gpu_alloc_bytes = 0;   // increases of the tracked GPU memory
+  int64_t gpu_net_bytes = 0;     // increases minus decreases
+  uint64_t gpu_peak_epoch = 0;   // lazy peak snapshot, as for memory above
+  int64_t gpu_net_at_epoch_start = 0;
 };
 
 struct StackRow {

@@ -177,6 +177,7 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
     if signal.getsignal(signal.SIGTERM) is on_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     session.stop()
+    outcome.release()
     runner.report_uncaught(outcome)
     write_and_report(outcome)
     runner.finish(outcome)

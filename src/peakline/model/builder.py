@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from peakline.model import memory_builder
+from peakline.model import gpu_builder, memory_builder
 from peakline.model.profile import FORMAT_NAME, FORMAT_VERSION, Profile
 from peakline.model.selection import FileSelection
 
@@ -145,6 +145,7 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
             raw_memory, elapsed_s=meta.get("elapsed_s") or 0.0,
             peak_rss_bytes=meta.get("peak_rss_bytes"),
             unattributed_alloc_bytes=memory.unattributed_alloc_bytes if memory else 0))
+    gpu_builder.add_fields(document, raw.get("gpu"), raw.get("stacks", ()), frames, reported)
     return Profile.from_dict(document, source="build_profile")
 
 
@@ -243,7 +244,8 @@ def _files(lines: dict[str, dict[int, _Acc]],
                     file_mem.get(lineno, [0] * len(memory_builder.MEMORY_LINE_FIELDS)),
                     elapsed_s=elapsed_s, with_copy_rate=True))
                 record.update(memory_builder.leak_fields(
-                    timelines.get((filename, lineno), []), elapsed_s))
+                    timelines.get((filename, lineno), []), elapsed_s,
+                    raw_memory.get("stats", {}).get("sampling_interval_bytes", 0)))
             line_records.append(record)
         function_records = []
         time_functions = functions.get(filename, {})

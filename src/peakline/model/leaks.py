@@ -3,19 +3,19 @@
 A line leaks when the memory it allocated and still holds keeps growing until the end of the
 run. Two things must both be true:
 
-1. *A rising trend*: the Mann-Kendall statistic over the line's timeline points (its live
-   bytes at each change, plus the value at the end of the run) says the series goes up, not
-   just wanders. ``trend`` is the one-sided confidence Phi(z).
-2. *Still rising at the end*: the growth over the second half of the run is at least 5% of
-   what the line holds at the end. A cache that grows and then plateaus fails this; memory
-   that is freed soon after it is allocated holds ~nothing at the end and fails it too.
+1. *Still rising in the second half of the run*: the Mann-Kendall statistic over the line's
+   timeline points (its live bytes at each change, plus the value at the end) from the
+   middle of the run on says the series goes up, not just wanders. ``trend`` is the
+   one-sided confidence Phi(z). A cache that grew early and then plateaus only wanders there.
+2. *By more than sampling noise*: the growth over the second half exceeds both 5% of what the
+   line holds at the end and 3 standard deviations of the estimate. Per-line bytes are sums
+   of Horvitz-Thompson weights; their variance is at most T x bytes (T = the sampling
+   interval), so the noise floor is 3 * sqrt(T * final bytes). Memory freed soon after it is
+   allocated holds ~nothing at the end and fails this too.
 
 ``leak_likelihood`` = trend when (2) holds, else 0; ``leak_rate_bytes_s`` is the least-squares
 slope of live bytes over the second half of the run (0 when not leaking). Lines are flagged in
 reports at likelihood >= LEAK_REPORT_THRESHOLD.
-
-Sampling noise: each point is an unbiased estimate with relative error ~ sqrt(T / bytes)
-(T = the sampling interval); a leak of a few T is visible, smaller ones are not claimed.
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def _slope(points: Sequence[tuple[float, float]]) -> float:
     return sum((p[0] - mt) * (p[1] - mv) for p in points) / den
 
 
-def score(timeline: Sequence[Sequence[float]], end_s: float) -> tuple[float, float]:
+def score(timeline: Sequence[Sequence[float]], end_s: float,
+          sampling_interval_bytes: float = 0.0) -> tuple[float, float]:
     """(leak_likelihood, leak_rate_bytes_s) of one line's ``[[t_s, live_bytes], ...]``."""
     points = [(float(t), float(v)) for t, v in timeline]
     if not points:
@@ -77,9 +78,12 @@ def score(timeline: Sequence[Sequence[float]], end_s: float) -> tuple[float, flo
     start = points[0][0]
     mid = start + (end_s - start) / 2
     recent_growth = final - _value_at(points, mid)
-    if recent_growth < RECENT_GROWTH_SHARE * final:
+    noise = 3.0 * math.sqrt(max(sampling_interval_bytes, 0.0) * final)
+    if recent_growth < max(RECENT_GROWTH_SHARE * final, noise):
         return 0.0, 0.0
-    likelihood = _mann_kendall_confidence([v for _, v in points])
-    second_half = [p for p in points if p[0] >= mid] or points[-2:]
+    second_half = [(mid, _value_at(points, mid))] + [p for p in points if p[0] > mid]
+    if len(second_half) < MIN_POINTS:
+        return 0.0, 0.0
+    likelihood = _mann_kendall_confidence([v for _, v in second_half])
     rate = max(0.0, _slope(second_half)) if likelihood > 0 else 0.0
     return likelihood, rate

@@ -100,7 +100,8 @@ def _monotonic_times(points: list[list[float]]) -> list[list[float]]:
     return out
 
 
-def leak_fields(timeline: list[list[float]], elapsed_s: float) -> dict[str, Any]:
-    likelihood, rate = leaks.score(timeline, elapsed_s)
+def leak_fields(timeline: list[list[float]], elapsed_s: float,
+                sampling_interval_bytes: int) -> dict[str, Any]:
+    likelihood, rate = leaks.score(timeline, elapsed_s, sampling_interval_bytes)
     return {"timeline": _monotonic_times(timeline), "leak_likelihood": round(likelihood, 6),
             "leak_rate_bytes_s": rate}
