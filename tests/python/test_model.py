@@ -58,7 +58,7 @@ def test_unknown_fields_survive_read_then_write(app_profile):
     data["options"]["memory"] = True
     data["threads"][0]["gpu_util_s"] = 0.5
     record = next(iter(data["files"].values()))
-    record["lines"][0]["gpu_util_s"] = 0.25
+    record["lines"][0]["tpu_util_s"] = 0.25  # gpu_util_s is a known field since issue 7
     record["functions"][0]["net_bytes"] = -7
     record["leaks"] = []
     data["stacks"]["frames"][0].append("extra column")
@@ -66,7 +66,7 @@ def test_unknown_fields_survive_read_then_write(app_profile):
     again = Profile.from_dict(json.loads(json.dumps(data))).to_dict()
     assert again == data
     assert loads_profile(json.dumps(data)).files[next(iter(data["files"]))].lines[0].extra == {
-        "gpu_util_s": 0.25}
+        "tpu_util_s": 0.25}
 
 
 def test_known_optional_fields_are_validated_when_present_and_omitted_when_none():

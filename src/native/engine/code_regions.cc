@@ -30,7 +30,7 @@ int VisitObject(struct dl_phdr_info* info, size_t, void* data) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
     const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
-    find->map->AddRange(lo, lo + ph.p_memsz, find->region);
+    if (!find->map->AddRange(lo, lo + ph.p_memsz, find->region)) return 1;
   }
   find->found = true;
   return 1;  // stop iterating
@@ -51,13 +51,13 @@ bool CodeRegionMap::AddSymbolContaining(const void* addr, CodeRegion region) {
   const auto* sym = static_cast<const ElfW(Sym)*>(extra);
   if (sym == nullptr || info.dli_saddr == nullptr || sym->st_size == 0) return false;
   const auto lo = reinterpret_cast<uintptr_t>(info.dli_saddr);
-  AddRange(lo, lo + sym->st_size, region);
-  return true;
+  return AddRange(lo, lo + sym->st_size, region);
 }
 
-void CodeRegionMap::AddRange(uintptr_t lo, uintptr_t hi, CodeRegion region) {
-  if (n_ >= kMaxRanges || hi <= lo) return;
+bool CodeRegionMap::AddRange(uintptr_t lo, uintptr_t hi, CodeRegion region) {
+  if (n_ >= kMaxRanges || hi <= lo) return false;
   ranges_[n_++] = Range{lo, hi, region};
+  return true;
 }
 
 }  // namespace peakline::engine

@@ -26,10 +26,11 @@ class CodeRegionMap {
 
   // Adds the executable segments of the loaded object that contains addr. Returns false if
   // addr is in no loaded object. Ranges added first win when ranges overlap.
-  bool AddObjectContaining(const void* addr, CodeRegion region);
+  [[nodiscard]] bool AddObjectContaining(const void* addr, CodeRegion region);
   // Adds the code of the symbol that contains addr (its st_size from the ELF symbol table).
-  bool AddSymbolContaining(const void* addr, CodeRegion region);
-  void AddRange(uintptr_t lo, uintptr_t hi, CodeRegion region);
+  [[nodiscard]] bool AddSymbolContaining(const void* addr, CodeRegion region);
+  // Returns false when the table is full (the range is not added).
+  bool AddRange(uintptr_t lo, uintptr_t hi, CodeRegion region);
 
   CodeRegion Classify(uintptr_t pc) const {
     for (int i = 0; i < n_; ++i) {

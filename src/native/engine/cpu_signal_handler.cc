@@ -40,10 +40,14 @@ int64_t ToNs(const timeval& tv) {
 // Hot path. See the header for the contract.
 void OnCpuTimer(int, siginfo_t* info, void* uctx) {
   const int saved_errno = errno;
-  g_in_flight.fetch_add(1, std::memory_order_acquire);
+  // Dekker-style pairing with SetCpuSamplingEnabled(false) + WaitForCpuHandlersIdle(): the
+  // handler announces itself, then reads the flag; the stopper clears the flag, then reads
+  // the count. Both sides are seq_cst, so at least one sees the other: either this handler
+  // sees sampling off, or the stopper waits for it.
+  g_in_flight.fetch_add(1, std::memory_order_seq_cst);
   auto* slot = static_cast<ThreadSlot*>(info->si_value.sival_ptr);
   if (info->si_code == SI_TIMER && slot != nullptr &&
-      g_enabled.load(std::memory_order_relaxed)) {
+      g_enabled.load(std::memory_order_seq_cst)) {
     timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     const int64_t cpu_ns = static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
@@ -99,9 +103,9 @@ int InstallCpuSignalHandler(int signo, StackCapture capture) {
 }
 
 void WaitForCpuHandlersIdle() {
-  while (g_in_flight.load(std::memory_order_acquire) != 0) sched_yield();
+  while (g_in_flight.load(std::memory_order_seq_cst) != 0) sched_yield();
 }
 
-void SetCpuSamplingEnabled(bool enabled) { g_enabled.store(enabled, std::memory_order_relaxed); }
+void SetCpuSamplingEnabled(bool enabled) { g_enabled.store(enabled, std::memory_order_seq_cst); }
 
 }  // namespace peakline::engine

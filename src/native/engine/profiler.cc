@@ -3,6 +3,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -71,15 +72,25 @@ void BeforeCodeFreed(PyObject* code) {
   if (g_session) g_session->BeforeCodeFreed(code);
 }
 
-void SetUpRegions() {
-  if (g_regions_ready) return;
+// Returns "" or what could not be located (a classification that silently degraded would
+// report native time as Python time, so the failure is reported instead).
+std::string SetUpRegions() {
+  if (g_regions_ready) return "";
   // Order matters: the first matching range wins.
-  g_regions.AddSymbolContaining(reinterpret_cast<const void*>(&_PyEval_EvalFrameDefault),
-                                CodeRegion::kEvalLoop);
-  g_regions.AddObjectContaining(reinterpret_cast<const void*>(&PyEval_EvalCode),
-                                CodeRegion::kInterpreter);
-  g_regions.AddObjectContaining(reinterpret_cast<const void*>(&strlen), CodeRegion::kNeutral);
+  if (!g_regions.AddSymbolContaining(reinterpret_cast<const void*>(&_PyEval_EvalFrameDefault),
+                                     CodeRegion::kEvalLoop)) {
+    return "cannot locate the interpreter's evaluation loop (_PyEval_EvalFrameDefault)";
+  }
+  if (!g_regions.AddObjectContaining(reinterpret_cast<const void*>(&PyEval_EvalCode),
+                                     CodeRegion::kInterpreter)) {
+    return "cannot locate the interpreter's code segment";
+  }
+  // libc: qsort is not an IFUNC, so its address lies in libc itself.
+  if (!g_regions.AddObjectContaining(reinterpret_cast<const void*>(&qsort), CodeRegion::kNeutral)) {
+    return "cannot locate libc's code segment";
+  }
   g_regions_ready = true;
+  return "";
 }
 
 }  // namespace
@@ -90,7 +101,7 @@ std::string StartProfiler(const ProfilerConfig& config) {
   if (const char* problem = SelfCheckFrameLayout()) {
     return std::string("cannot read this interpreter's frames: ") + problem;
   }
-  SetUpRegions();
+  if (std::string problem = SetUpRegions(); !problem.empty()) return problem;
   for (int i = 0; i < 256; ++i) g_call_opcodes[i] = config.call_opcodes[i];
 
   AggregatorConfig ac;

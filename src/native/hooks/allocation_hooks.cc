@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 
+#include "hooks/dlopen_search.h"
 #include "hooks/symbol_patcher.h"
 #include "memory/byte_sampler.h"
 #include "memory/memory_event.h"
@@ -363,8 +364,8 @@ void* HookMempcpyChk(void* d, const void* src, size_t n, size_t cap) {
   return g_real.mempcpy_chk(d, src, n, cap);
 }
 
-void* HookDlopen(const char* file, int flags) {
-  void* handle = g_real.dlopen(file, flags);
+__attribute__((noinline)) void* HookDlopen(const char* file, int flags) {
+  void* handle = DlopenAsCaller(g_real.dlopen, file, flags, __builtin_return_address(0));
   if (handle != nullptr && g_patcher != nullptr) {
     HookThreadState& s = t_state;
     BusyScope busy(s);  // the patcher allocates; those are peakline's bytes

@@ -1,0 +1,144 @@
+// CodeRegionMap (engine/code_regions.h): classifying interrupted PCs by loaded object/symbol.
+#include "engine/code_regions.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cstdint>
+#include <string>
+
+namespace peakline::engine {
+namespace {
+
+__attribute__((noinline)) int LocalFunction(int x) { return x * 3 + 1; }
+
+uintptr_t Addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+// A plain (non-IFUNC) function exported by libc. strlen and libm's cos are IFUNCs on x86-64:
+// &strlen is the selected variant (__strlen_avx2, ...), which is not in the dynamic symbol
+// table, so dladdr cannot size it. qsort has a real dynamic symbol with st_size.
+const void* LibcPlainFunction() { return reinterpret_cast<const void*>(&qsort); }
+
+TEST(CodeRegionsTest, EmptyMapClassifiesEverythingAsOther) {
+  CodeRegionMap map;
+  EXPECT_EQ(map.size(), 0);
+  EXPECT_EQ(map.Classify(0), CodeRegion::kOther);
+  EXPECT_EQ(map.Classify(Addr(reinterpret_cast<const void*>(&strlen))), CodeRegion::kOther);
+}
+
+TEST(CodeRegionsTest, ObjectContainingLibcFunction) {
+  CodeRegionMap map;
+  ASSERT_TRUE(map.AddObjectContaining(reinterpret_cast<const void*>(&strlen),
+                                      CodeRegion::kNeutral));
+  EXPECT_GE(map.size(), 1);
+  EXPECT_EQ(map.Classify(Addr(reinterpret_cast<const void*>(&strlen))), CodeRegion::kNeutral);
+  EXPECT_EQ(map.Classify(Addr(LibcPlainFunction())), CodeRegion::kNeutral);  // same object
+  // Code of the test binary is another object.
+  EXPECT_EQ(map.Classify(Addr(reinterpret_cast<const void*>(&LocalFunction))),
+            CodeRegion::kOther);
+  EXPECT_EQ(map.Classify(0), CodeRegion::kOther);
+}
+
+TEST(CodeRegionsTest, ObjectContainingTestBinaryCoversOnlyExecutableSegments) {
+  CodeRegionMap map;
+  ASSERT_TRUE(map.AddObjectContaining(reinterpret_cast<const void*>(&LocalFunction),
+                                      CodeRegion::kInterpreter));
+  EXPECT_EQ(map.Classify(Addr(reinterpret_cast<const void*>(&LocalFunction))),
+            CodeRegion::kInterpreter);
+  EXPECT_EQ(map.Classify(Addr(reinterpret_cast<const void*>(&strlen))), CodeRegion::kOther);
+  static const char kReadOnly[] = "read-only data of the test binary";
+  static int writable = 1;
+  (void)kReadOnly;
+  // Data segments of the object are not code: the object lookup uses all loaded segments,
+  // but only executable ones become ranges.
+  EXPECT_EQ(map.Classify(Addr(&writable)), CodeRegion::kOther);
+}
+
+TEST(CodeRegionsTest, AddressInNoObjectIsRejected) {
+  CodeRegionMap map;
+  int on_stack = 0;
+  EXPECT_FALSE(map.AddObjectContaining(&on_stack, CodeRegion::kNeutral));
+  EXPECT_FALSE(map.AddObjectContaining(nullptr, CodeRegion::kNeutral));
+  EXPECT_EQ(map.size(), 0);
+}
+
+TEST(CodeRegionsTest, SymbolContainingCoversExactlyTheFunction) {
+  const void* fn = LibcPlainFunction();
+  Dl_info info;
+  void* extra = nullptr;
+  ASSERT_NE(dladdr1(fn, &info, &extra, RTLD_DL_SYMENT), 0);
+  ASSERT_NE(info.dli_sname, nullptr);
+  const auto* sym = static_cast<const ElfW(Sym)*>(extra);
+  ASSERT_NE(sym, nullptr);
+  const uintptr_t lo = Addr(info.dli_saddr);
+  const uintptr_t hi = lo + sym->st_size;
+  ASSERT_GT(hi, lo);
+
+  CodeRegionMap map;
+  ASSERT_TRUE(map.AddSymbolContaining(fn, CodeRegion::kEvalLoop)) << info.dli_sname;
+  EXPECT_EQ(map.size(), 1);
+  EXPECT_EQ(map.Classify(lo), CodeRegion::kEvalLoop);
+  EXPECT_EQ(map.Classify(hi - 1), CodeRegion::kEvalLoop);
+  EXPECT_EQ(map.Classify(hi), CodeRegion::kOther);
+  EXPECT_EQ(map.Classify(lo - 1), CodeRegion::kOther);
+  EXPECT_EQ(map.Classify(hi + 4096), CodeRegion::kOther);
+  EXPECT_EQ(map.Classify(0), CodeRegion::kOther);
+
+  // An address inside the function (not its start) finds the same symbol.
+  CodeRegionMap map2;
+  ASSERT_TRUE(map2.AddSymbolContaining(reinterpret_cast<const void*>(lo + 1),
+                                       CodeRegion::kInterpreter));
+  EXPECT_EQ(map2.Classify(lo), CodeRegion::kInterpreter);
+  EXPECT_EQ(map2.Classify(hi), CodeRegion::kOther);
+}
+
+TEST(CodeRegionsTest, SymbolContainingRejectsNonCode) {
+  CodeRegionMap map;
+  int on_stack = 0;
+  EXPECT_FALSE(map.AddSymbolContaining(&on_stack, CodeRegion::kEvalLoop));
+  EXPECT_EQ(map.size(), 0);
+}
+
+TEST(CodeRegionsTest, FirstAddedRangeWinsOnOverlap) {
+  CodeRegionMap map;
+  map.AddRange(100, 200, CodeRegion::kEvalLoop);
+  map.AddRange(50, 300, CodeRegion::kInterpreter);
+  EXPECT_EQ(map.Classify(49), CodeRegion::kOther);
+  EXPECT_EQ(map.Classify(50), CodeRegion::kInterpreter);
+  EXPECT_EQ(map.Classify(99), CodeRegion::kInterpreter);
+  EXPECT_EQ(map.Classify(100), CodeRegion::kEvalLoop);
+  EXPECT_EQ(map.Classify(199), CodeRegion::kEvalLoop);
+  EXPECT_EQ(map.Classify(200), CodeRegion::kInterpreter);
+  EXPECT_EQ(map.Classify(299), CodeRegion::kInterpreter);
+  EXPECT_EQ(map.Classify(300), CodeRegion::kOther);
+
+  // The same with real objects: the eval-loop symbol first, then its whole object.
+  CodeRegionMap real;
+  const void* fn = LibcPlainFunction();
+  ASSERT_TRUE(real.AddSymbolContaining(fn, CodeRegion::kEvalLoop));
+  ASSERT_TRUE(real.AddObjectContaining(fn, CodeRegion::kInterpreter));
+  EXPECT_EQ(real.Classify(Addr(fn)), CodeRegion::kEvalLoop);
+  EXPECT_EQ(real.Classify(Addr(reinterpret_cast<const void*>(&strlen))),
+            CodeRegion::kInterpreter);
+}
+
+TEST(CodeRegionsTest, EmptyRangesAndOverflowAreIgnored) {
+  CodeRegionMap map;
+  map.AddRange(10, 10, CodeRegion::kEvalLoop);
+  map.AddRange(20, 10, CodeRegion::kEvalLoop);
+  EXPECT_EQ(map.size(), 0);
+  EXPECT_EQ(map.Classify(10), CodeRegion::kOther);
+  for (int i = 0; i < CodeRegionMap::kMaxRanges + 5; ++i) {
+    map.AddRange(1000 * (i + 1), 1000 * (i + 1) + 10, CodeRegion::kNeutral);
+  }
+  EXPECT_EQ(map.size(), CodeRegionMap::kMaxRanges);
+  EXPECT_EQ(map.Classify(1000 * CodeRegionMap::kMaxRanges), CodeRegion::kNeutral);
+  EXPECT_EQ(map.Classify(1000 * (CodeRegionMap::kMaxRanges + 1)), CodeRegion::kOther);
+}
+
+}  // namespace
+}  // namespace peakline::engine

@@ -1,0 +1,1 @@
+int peakline_plugin_value(void) { return 42; }

@@ -1,0 +1,267 @@
+// ReadPythonStack / SelfCheckFrameLayout (engine/python_frames.h) against a real, embedded
+// interpreter: Python code calls a C function that reads the stack through the mirror.
+#include "engine/python_frames.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace peakline::engine {
+namespace {
+
+// capture(max) -> ([(code, line, opcode at lasti, lasti*2 == frame.f_lasti), ...] leaf first,
+//                  invalid, truncated, top_opcode, problem)
+PyObject* Capture(PyObject*, PyObject* arg) {
+  const long max = PyLong_AsLong(arg);
+  if (max == -1 && PyErr_Occurred()) return nullptr;
+  RawFrame frames[kMaxFrames];
+  const StackRead r = ReadPythonStack(PyThreadState_Get(), frames, static_cast<int>(max));
+  const char* problem = SelfCheckFrameLayout();
+  PyObject* list = PyList_New(0);
+  PyFrameObject* frame = PyThreadState_GetFrame(PyThreadState_Get());  // new reference
+  for (int i = 0; i < r.nframes; ++i) {
+    auto* code = reinterpret_cast<PyCodeObject*>(const_cast<void*>(frames[i].code));
+    const int line = PyCode_Addr2Line(code, frames[i].lasti * 2);
+    const int opcode =
+        frames[i].lasti < 0
+            ? -1  // low byte of the code unit (little-endian), as ReadPythonStack reads it
+            : reinterpret_cast<const uint8_t*>(_PyCode_CODE(code) + frames[i].lasti)[0];
+    // The interpreter's own view of the frame (public API, 3.11+): byte offset of the
+    // instruction, which the mirror must reproduce exactly.
+    const bool same_lasti = frame != nullptr && PyFrame_GetLasti(frame) == frames[i].lasti * 2;
+    PyObject* item = Py_BuildValue("(OiiO)", reinterpret_cast<PyObject*>(code), line, opcode,
+                                   same_lasti ? Py_True : Py_False);
+    PyList_Append(list, item);
+    Py_DECREF(item);
+    if (frame != nullptr) {
+      PyFrameObject* back = PyFrame_GetBack(frame);
+      Py_DECREF(frame);
+      frame = back;
+    }
+  }
+  Py_XDECREF(frame);
+  return Py_BuildValue("(NiOiz)", list, r.invalid, r.truncated ? Py_True : Py_False,
+                       r.top_opcode, problem);
+}
+
+PyMethodDef g_capture_def = {"capture", Capture, METH_O, nullptr};
+
+// Line numbers below are referred to by the tests; keep them in sync.
+constexpr const char* kProgram = R"PY(import dis
+def inner(n):
+    return capture(n)
+def outer(n):
+    x = n
+    return inner(x)
+def gen():
+    yield capture(128)
+class C:
+    def method(self):
+        return capture(128)
+def recurse(k):
+    if k == 0:
+        return capture(128)
+    return recurse(k - 1)
+first = outer(128)
+for _ in range(50):  # let the interpreter specialise (quicken) the call sites
+    warm = outer(128)
+short = outer(2)
+in_gen = next(gen())
+in_method = C().method()
+deep = recurse(40)
+top_name = dis._all_opname[warm[3]]
+)PY";
+
+class PythonFramesTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    PyConfig config;
+    PyConfig_InitIsolatedConfig(&config);
+#ifdef PEAKLINE_PYTHON_HOME
+    PyConfig_SetBytesString(&config, &config.home, PEAKLINE_PYTHON_HOME);
+#endif
+    PyStatus status = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    ASSERT_FALSE(PyStatus_Exception(status)) << (status.err_msg ? status.err_msg : "");
+    main_ = PyImport_AddModule("__main__");  // borrowed
+    globals_ = PyModule_GetDict(main_);      // borrowed
+    PyObject* fn = PyCFunction_New(&g_capture_def, nullptr);
+    PyDict_SetItemString(globals_, "capture", fn);
+    Py_DECREF(fn);
+    PyObject* res = PyRun_String(kProgram, Py_file_input, globals_, globals_);
+    if (res == nullptr) PyErr_Print();
+    ASSERT_NE(res, nullptr);
+    Py_DECREF(res);
+  }
+  static void TearDownTestSuite() {
+    if (Py_IsInitialized()) Py_FinalizeEx();
+  }
+
+  struct Result {
+    std::vector<std::pair<PyObject*, int>> frames;  // borrowed code objects, lines
+    std::vector<std::string> opnames;               // instruction at each frame's lasti
+    std::vector<bool> same_lasti;                   // lasti agrees with PyFrame_GetLasti
+    int invalid = -1;
+    bool truncated = false;
+    int top_opcode = -2;
+    std::string problem;
+  };
+
+  static Result Get(const char* name) {
+    Result out;
+    PyObject* t = PyDict_GetItemString(globals_, name);  // borrowed
+    EXPECT_NE(t, nullptr) << name;
+    if (t == nullptr) return out;
+    PyObject* list = PyTuple_GetItem(t, 0);
+    for (Py_ssize_t i = 0; i < PyList_Size(list); ++i) {
+      PyObject* item = PyList_GetItem(list, i);
+      out.frames.emplace_back(PyTuple_GetItem(item, 0),
+                              static_cast<int>(PyLong_AsLong(PyTuple_GetItem(item, 1))));
+      out.opnames.push_back(OpName(static_cast<int>(PyLong_AsLong(PyTuple_GetItem(item, 2)))));
+      out.same_lasti.push_back(PyTuple_GetItem(item, 3) == Py_True);
+    }
+    out.invalid = static_cast<int>(PyLong_AsLong(PyTuple_GetItem(t, 1)));
+    out.truncated = PyTuple_GetItem(t, 2) == Py_True;
+    out.top_opcode = static_cast<int>(PyLong_AsLong(PyTuple_GetItem(t, 3)));
+    PyObject* problem = PyTuple_GetItem(t, 4);
+    out.problem = problem == Py_None ? "" : PyUnicode_AsUTF8(problem);
+    return out;
+  }
+
+  static std::string OpName(int opcode) {
+    if (opcode < 0 || opcode > 255) return "<none>";
+    PyObject* dis = PyImport_ImportModule("dis");
+    PyObject* names = dis ? PyObject_GetAttrString(dis, "_all_opname") : nullptr;
+    PyObject* name = names ? PySequence_GetItem(names, opcode) : nullptr;
+    std::string s = name ? PyUnicode_AsUTF8(name) : "?";
+    Py_XDECREF(name);
+    Py_XDECREF(names);
+    Py_XDECREF(dis);
+    return s;
+  }
+
+  // Each frame's lasti is the interpreter's own (PyFrame_GetLasti), and the leaf frame is in
+  // the middle of calling capture(): PRECALL/CALL or a specialisation of them (3.11). (Callers'
+  // lasti may point into their CALL's inline cache in 3.11, as CPython's f_lasti does.)
+  static void ExpectAllAtCalls(const Result& r) {
+    ASSERT_FALSE(r.opnames.empty());
+    const std::string& op = r.opnames[0];
+    EXPECT_TRUE(op.rfind("CALL", 0) == 0 || op.rfind("PRECALL", 0) == 0) << "leaf is at " << op;
+    for (size_t i = 0; i < r.same_lasti.size(); ++i) {
+      EXPECT_TRUE(r.same_lasti[i]) << "frame " << i << ": lasti differs from PyFrame_GetLasti";
+    }
+  }
+
+  // The code object of global function `name` (or of "Class.method").
+  static PyObject* CodeOf(const char* name) {
+    PyObject* obj = PyRun_String(name, Py_eval_input, globals_, globals_);
+    EXPECT_NE(obj, nullptr) << name;
+    if (obj == nullptr) return nullptr;
+    PyObject* code = PyObject_GetAttrString(obj, "__code__");
+    Py_DECREF(obj);
+    Py_XDECREF(code);  // still referenced by the function
+    return code;
+  }
+
+  static std::string Name(PyObject* code) {
+    PyObject* n = PyObject_GetAttrString(code, "co_name");
+    std::string s = n ? PyUnicode_AsUTF8(n) : "?";
+    Py_XDECREF(n);
+    return s;
+  }
+
+  static PyObject* main_;
+  static PyObject* globals_;
+};
+
+PyObject* PythonFramesTest::main_ = nullptr;
+PyObject* PythonFramesTest::globals_ = nullptr;
+
+TEST_F(PythonFramesTest, ReadsFunctionsAndLinesLeafFirst) {
+  const Result r = Get("first");
+  ExpectAllAtCalls(r);
+  EXPECT_EQ(r.problem, "");
+  EXPECT_EQ(r.invalid, 0);
+  EXPECT_FALSE(r.truncated);
+  ASSERT_EQ(r.frames.size(), 3u);
+  EXPECT_EQ(r.frames[0].first, CodeOf("inner"));
+  EXPECT_EQ(r.frames[0].second, 3);
+  EXPECT_EQ(r.frames[1].first, CodeOf("outer"));
+  EXPECT_EQ(r.frames[1].second, 6);
+  EXPECT_EQ(Name(r.frames[2].first), "<module>");
+  EXPECT_EQ(r.frames[2].second, 16);
+}
+
+TEST_F(PythonFramesTest, QuickenedCodeReadsTheSame) {
+  const Result r = Get("warm");
+  ExpectAllAtCalls(r);
+  EXPECT_EQ(r.problem, "");
+  ASSERT_EQ(r.frames.size(), 3u);
+  EXPECT_EQ(r.frames[0].first, CodeOf("inner"));
+  EXPECT_EQ(r.frames[0].second, 3);
+  EXPECT_EQ(r.frames[1].second, 6);
+  EXPECT_EQ(r.frames[2].second, 18);
+  // The leaf frame is executing a call (PRECALL/CALL or a specialisation of them).
+  PyObject* top = PyDict_GetItemString(globals_, "top_name");
+  ASSERT_NE(top, nullptr);
+  const std::string top_name = PyUnicode_AsUTF8(top);
+  EXPECT_TRUE(top_name.rfind("CALL", 0) == 0 || top_name.rfind("PRECALL", 0) == 0) << top_name;
+}
+
+TEST_F(PythonFramesTest, TruncatesAtMax) {
+  const Result r = Get("short");
+  ExpectAllAtCalls(r);
+  EXPECT_TRUE(r.truncated);
+  ASSERT_EQ(r.frames.size(), 2u);
+  EXPECT_EQ(r.frames[0].first, CodeOf("inner"));
+  EXPECT_EQ(r.frames[1].first, CodeOf("outer"));
+  EXPECT_GE(r.top_opcode, 0);
+}
+
+TEST_F(PythonFramesTest, GeneratorAndMethodFrames) {
+  const Result g = Get("in_gen");
+  ExpectAllAtCalls(g);
+  EXPECT_EQ(g.problem, "");
+  ASSERT_EQ(g.frames.size(), 2u);
+  EXPECT_EQ(g.frames[0].first, CodeOf("gen"));
+  EXPECT_EQ(g.frames[0].second, 8);
+  EXPECT_EQ(g.frames[1].second, 20);
+
+  const Result m = Get("in_method");
+  ExpectAllAtCalls(m);
+  EXPECT_EQ(m.problem, "");
+  ASSERT_EQ(m.frames.size(), 2u);
+  EXPECT_EQ(m.frames[0].first, CodeOf("C.method"));
+  EXPECT_EQ(m.frames[0].second, 11);
+  EXPECT_EQ(m.frames[1].second, 21);
+}
+
+TEST_F(PythonFramesTest, DeepRecursion) {
+  const Result r = Get("deep");
+  ExpectAllAtCalls(r);
+  EXPECT_EQ(r.problem, "");
+  EXPECT_FALSE(r.truncated);
+  ASSERT_EQ(r.frames.size(), 42u);  // 41 recurse frames + <module>
+  EXPECT_EQ(r.frames[0].second, 14);
+  for (int i = 1; i <= 40; ++i) {
+    EXPECT_EQ(r.frames[i].first, CodeOf("recurse"));
+    EXPECT_EQ(r.frames[i].second, 15) << i;
+  }
+  EXPECT_EQ(r.frames[41].second, 22);
+}
+
+TEST_F(PythonFramesTest, SelfCheckNeedsAFrame) {
+  // Called from C with no Python frame on the stack, the check has nothing to compare.
+  const char* problem = SelfCheckFrameLayout();
+  ASSERT_NE(problem, nullptr);
+  EXPECT_STREQ(problem, "no Python frame to check against");
+  RawFrame frames[4];
+  const StackRead r = ReadPythonStack(PyThreadState_Get(), frames, 4);
+  EXPECT_EQ(r.nframes, 0);
+  EXPECT_EQ(ReadPythonStack(nullptr, frames, 4).nframes, 0);
+}
+
+}  // namespace
+}  // namespace peakline::engine
