@@ -188,3 +188,175 @@ def test_profile_without_samples(build):
 def test_line_zero_is_shown_as_unknown(build):
     profile = build([("/nonexistent/a.py", "f", 1, -1)], [(1, (0,), MS, 0, 0, 0, 1, 0)])
     assert "(line unknown)" in row_for(render(profile), "   ? ")
+
+
+# ---- memory (tests/python/synthetic_memory.py has the numbers) ---------------------------
+
+from synthetic_memory import MiB, with_memory  # noqa: E402
+
+from peakline.reporters import _format  # noqa: E402
+
+
+@pytest.fixture
+def mem_profile(app_profile):
+    return with_memory(app_profile)
+
+
+def mrender(profile, **options) -> str:
+    """Wide enough that the memory table keeps every column and the source markers."""
+    options.setdefault("width", 200)
+    return render(profile, **options)
+
+
+def table_row(text: str, marker: str) -> str:
+    """The line-table row with ``marker`` (the highlight sections quote source too)."""
+    return row_for("\n".join(r for r in text.splitlines() if "│" in r or "|" in r), marker)
+
+
+def test_memory_header_shows_sparkline_peak_rss_and_growth(mem_profile):
+    text = mrender(mem_profile, width=200)
+    memory = row_for(text, "peak 590.5 MiB at 0.91 s")
+    assert memory.strip().startswith("memory ") and "█" in memory
+    assert "peak RSS 700.0 MiB" in text and "growth +12.0 MiB/s" in text
+    assert "285.0 MiB live at end" in text and "sampled every 512.0 KiB" in text
+
+
+def test_memory_columns_are_added_only_when_the_profile_has_memory(app_profile, mem_profile):
+    plain = render(app_profile, width=160)
+    assert "Python%" not in plain and "timeline" not in plain and "peak RSS" not in plain
+    assert "▲" not in plain and "Lines holding memory" not in plain
+    text = mrender(mem_profile, width=200)
+    header = [r for r in text.splitlines() if "Line" in r and "source" in r][0]
+    for label in ("Python", "native", "system", "wait", "Python%", "net", "timeline", "(MB/s)"):
+        assert label in header
+    groups = [r for r in text.splitlines() if "Memory" in r and "Copy" in r][0]
+    assert groups.index("Memory") < groups.index("Copy")
+    native = table_row(text, "data = json.loads(text)  # NATIVE")
+    cells = [c.strip() for c in native.split("│")]
+    assert cells[5] == "0%" and cells[6] == "+200M" and cells[8] == "430"  # 429.5 MB/s
+    assert cells[7] and set(cells[7]) <= set(_format.SPARK_BLOCKS + " ")
+    hot = [c.strip() for c in table_row(text, "# HOT").split("│")]
+    assert hot[5] == "100%" and hot[6] == ""  # all Python, all freed
+
+
+def test_line_sparkline_keeps_a_short_spike(mem_profile):
+    # line 3 holds 50 MiB only between 1.0 s and 1.2 s of a 2.5 s run
+    cells = [c.strip(" ") for c in table_row(mrender(mem_profile, width=200), "# HOT").split("│")]
+    spark = cells[7]
+    assert "█" in spark and spark.count("█") <= 2
+
+
+def test_peak_holders_are_marked_and_listed(mem_profile):
+    text = mrender(mem_profile, width=200)
+    assert "Lines holding memory at the peak (590.5 MiB at 0.91 s)" in text
+    listed = [r for r in text.splitlines() if r.startswith("  ▲ ")]
+    assert [r.split()[1] for r in listed] == ["app.py:5", "app.py:9"]  # 11 holds < 5%
+    assert "200.0 MiB" in listed[0] and "34%" in listed[0]
+    assert table_row(text, "# NATIVE").startswith("▲")
+    assert not table_row(text, "# COLD").startswith("▲")
+    coloured = mrender(mem_profile, width=200, color=True)
+    # line 5 is also hot (21%): red row, the marker keeps its own colour
+    assert table_row(coloured, "# NATIVE").startswith("\x1b[1;35m▲\x1b[0m\x1b[1;31m")
+    assert ANSI.sub("", coloured) == mrender(mem_profile, width=200)
+
+
+def test_possible_leaks_section_lists_flagged_lines_only(mem_profile):
+    text = mrender(mem_profile, width=200)
+    assert "Possible leaks" in text
+    section = text.split("Possible leaks", 1)[1].split("\n\n", 1)[0]
+    assert "app.py:9" in section and "99%" in section and "+32.0 MiB/s" in section
+    assert "80.0 MiB" in section and "time.sleep(0.5)" in section
+    assert "app.py:11" not in section  # likelihood 0.90 < 0.95
+
+
+def test_no_leak_section_without_leaks(mem_profile):
+    for record in mem_profile.files.values():
+        for line in record.lines:
+            line.leak_likelihood = 0.0
+    assert "Possible leaks" not in mrender(mem_profile)
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 120, 200])
+def test_memory_table_fits_and_drops_the_least_important_columns(mem_profile, width):
+    text = mrender(mem_profile, width=width)
+    assert max(len(r) for r in text.splitlines()) <= width
+    header = [r for r in text.splitlines() if "Line" in r and "source" in r][0]
+    assert "net" in header and "Python" in header and "native" in header  # always kept
+    if width <= 100:
+        assert "(MB/s)" not in header  # copy goes first
+    if width <= 80:
+        assert "system" not in header
+    if width >= 200:
+        assert "(MB/s)" in header and "timeline" in header and "system" in header
+    assert "source" in header and "def work(n):" in text
+
+
+def test_ascii_streams_get_ascii_markers_and_sparklines(mem_profile):
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="ascii", errors="strict")
+    terminal.render(mem_profile, stream, width=160, color=False)
+    stream.flush()
+    text = raw.getvalue().decode("ascii")
+    assert "^ app.py:5" in text and table_row(text, "# NATIVE").startswith("^")
+
+
+def test_functions_summary_has_memory_columns(mem_profile):
+    text = mrender(mem_profile, width=200)
+    header = row_for(text, "function (% of sampled time)")
+    for label in ("alloc", "Python%", "net", "at peak"):
+        assert label in header
+    work = [c.strip() for c in row_for(text, "work (line 2)").split("│")]
+    assert work[2:6] == ["250M", "20%", "+200M", "200M"]  # 50 Py + 200 native, net 200
+
+
+def test_malloc_threshold_filters_in_reduced_mode(mem_profile):
+    # line 11 (COLD) has 0.35% of time and 5 MiB allocated
+    assert "# COLD" in mrender(mem_profile, reduced=True, malloc_threshold_bytes=4 * MiB)
+    assert "# COLD" not in mrender(mem_profile, reduced=True, malloc_threshold_bytes=6 * MiB)
+    # line 9 has 35% of time: shown whatever the malloc threshold
+    assert "# WAIT" in mrender(mem_profile, reduced=True, malloc_threshold_bytes=1 << 40)
+    # a high CPU threshold leaves only the lines that allocate enough
+    text = mrender(mem_profile, reduced=True, cpu_percent_threshold=100,
+                  malloc_threshold_bytes=60 * MiB)
+    assert "# NATIVE" in text and "# WAIT" in text and "# HOT" not in text
+    assert "function(s) below 100% of time or 60.0 MiB allocated hidden" in text
+
+
+def test_cpu_percent_threshold_filters_in_reduced_mode(app_profile):
+    # shares: line 3 42.1%, 5 21.1%, 9 35.1%, 11 0.35%
+    text = render(app_profile, reduced=True, cpu_percent_threshold=30)
+    assert "# HOT" in text and "# WAIT" in text
+    assert "# NATIVE" not in text and "# COLD" not in text
+
+
+# ---- formatting helpers -------------------------------------------------------------------
+
+@pytest.mark.parametrize("n, signed, expected", [
+    (0, True, ""), (512, False, "512B"), (999, False, "999B"), (1000, False, "1.0K"),
+    (512 * 1024, False, "512K"), (200 * MiB, True, "+200M"), (-1536 * MiB, True, "-1.5G"),
+    (5 * MiB, False, "5.0M"),
+])
+def test_compact_bytes(n, signed, expected):
+    assert _format.compact_bytes(n, signed=signed) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("4096", 4096), ("512K", 512 * 1024), ("10m", 10 * MiB), ("1.5G", 3 * (1 << 29)),
+    ("2MiB", 2 * MiB), ("3MB", 3 * MiB), ("0", 0),
+])
+def test_parse_byte_size(text, expected):
+    assert _format.parse_byte_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "abc", "-1M", "1X", "nan", "inf"])
+def test_parse_byte_size_rejects_garbage(text):
+    with pytest.raises(ValueError):
+        _format.parse_byte_size(text)
+
+
+def test_resample_max_keeps_spikes_and_carries_values():
+    points = [[0.0, 0], [1.0, 10], [1.1, 0], [5.0, 5]]
+    assert _format.resample_max(points, 0, 10, 10) == [0, 10, 0, 0, 0, 5, 5, 5, 5, 5]
+    assert _format.resample_max([[-1.0, 7]], 0, 1, 2) == [7, 7]
+    assert _format.sparkline([0, 1, 8]) == " ▁█"
+    assert _format.sparkline([0, 0]) == ""

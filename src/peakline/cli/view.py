@@ -1,34 +1,45 @@
-"""`peakline view PROFILE`: render a saved profile file."""
+"""`peakline view PROFILE [--text | --html OUT | --json | --speedscope OUT]`: render a saved
+profile file.
+
+The terminal report is the default; it is printed too when ``--text`` is given with another
+output. Problems with the file (missing, truncated, corrupt, foreign, newer format) surface as
+``ProfileFormatError`` from the reader and are printed by cli/main.py as one line, exit 3.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from peakline.model.profile import read_profile
+from peakline.reporters import Command, add_output_arguments, render_outputs, wants_files
+
+DESCRIPTION = """\
+Show a saved profile file: a terminal report by default, or an HTML page, the profile JSON,
+or a speedscope file of the sampled stacks."""
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="peakline view", description="Show a saved profile file.")
+    p = argparse.ArgumentParser(prog="peakline view", description=DESCRIPTION)
     p.add_argument("profile", help="a profile file written by `peakline run`")
-    p.add_argument("--text", action="store_true", help="terminal report (the default)")
-    p.add_argument("--json", action="store_true", help="print the profile as JSON")
-    p.add_argument("--reduced-profile", action="store_true", help="only lines with activity")
-    p.add_argument("--cpu-percent-threshold", type=float, default=1.0, metavar="PCT")
+    add_output_arguments(p, Command.VIEW)
     return p
 
 
 def main(argv: list[str]) -> int:
     try:
         opts = _parser().parse_args(argv)
-    except SystemExit as exc:
+    except SystemExit as exc:  # argparse already printed usage / help
         return int(exc.code or 0)
     profile = read_profile(opts.profile)
-    if opts.json:
-        from peakline.reporters import json_report
-        json_report.render(profile, sys.stdout)
-        return 0
-    from peakline.reporters import terminal
-    terminal.render(profile, sys.stdout, reduced=opts.reduced_profile,
-                    cpu_percent_threshold=opts.cpu_percent_threshold)
+    text = opts.text or not wants_files(opts)
+    try:
+        render_outputs(profile, opts, text_stream=sys.stdout if text else None)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `peakline view p | head`: the reader left; stop quietly, as other tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     return 0

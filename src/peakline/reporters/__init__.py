@@ -4,6 +4,172 @@ Every reporter exposes ``render(profile, stream, **options) -> None`` and reads 
 Profile model (never ``peakline._core``), so it works the same on a live run and on a profile
 file read back later.
 
-    terminal.py     the line table for humans (Scalene-like)
+    terminal.py     the line table for humans (Scalene-like), colour and width-aware
+    html.py         one self-contained HTML page (templates/ holds its CSS and JS)
+    speedscope.py   the sampled stacks in speedscope's file format
     json_report.py  the profile file format itself
+
+Shared by them: _format.py (byte sizes, sparklines), _filters.py (which lines are shown),
+_highlights.py (peak holders, leaks), _source.py (reading source), _text.py (terminal text).
+
+This module also holds the output options that ``peakline run`` and ``peakline view`` share
+(``add_output_arguments``) and the one function both call to produce what was asked for
+(``render_outputs``), so the two commands cannot drift apart.
 """
+
+from __future__ import annotations
+
+import argparse
+import enum
+import os
+import sys
+from collections.abc import Callable
+from typing import TextIO
+
+from peakline.errors import PeaklineError, UsageError
+from peakline.model.profile import Profile
+from peakline.reporters._filters import (DEFAULT_CPU_PERCENT_THRESHOLD,
+                                         DEFAULT_MALLOC_THRESHOLD_BYTES, ReportFilter)
+from peakline.reporters._format import human_bytes, parse_byte_size
+
+# The options below that take a value: `peakline run` needs them to split its own options
+# from the program's (cli/run.py, _VALUE_OPTIONS).
+VALUE_OPTIONS = frozenset({"--html", "--json", "--speedscope", "--cpu-percent-threshold",
+                           "--malloc-threshold"})
+
+
+class Command(enum.Enum):
+    """Which command the options are for: `run` writes files, `view` may print JSON."""
+
+    RUN = "run"
+    VIEW = "view"
+
+
+def _byte_threshold(text: str) -> int:
+    try:
+        return parse_byte_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100, got {text!r}")
+    return value
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, command: Command) -> None:
+    """Add the report options: output files (``--html``, ``--json``, ``--speedscope``), and
+    what the reports show (``--reduced-profile`` and the two thresholds)."""
+    out = parser.add_argument_group("reports")
+    if command is Command.VIEW:
+        out.add_argument("--text", action="store_true",
+                         help="terminal report (the default when no other output is chosen)")
+        out.add_argument("--json", action="store_true",
+                         help="print the profile file (JSON) on standard output")
+    else:
+        out.add_argument("--json", metavar="OUT",
+                         help="also write the profile JSON here ('-' for standard output)")
+    out.add_argument("--html", metavar="OUT",
+                     help="write a self-contained HTML report (one file, works offline)")
+    out.add_argument("--speedscope", metavar="OUT",
+                     help="write the sampled stacks for https://www.speedscope.app")
+    out.add_argument("--reduced-profile", action="store_true",
+                     help="show only lines with activity (see the thresholds)")
+    out.add_argument("--cpu-percent-threshold", type=_percent, default=None, metavar="PCT",
+                     help="a line is active from this share of sampled time (default: "
+                          f"{DEFAULT_CPU_PERCENT_THRESHOLD:g}); giving it implies "
+                          "--reduced-profile")
+    out.add_argument("--malloc-threshold", type=_byte_threshold, default=None, metavar="BYTES",
+                     help="...or from this many bytes allocated (K, M, G suffixes; default: "
+                          f"{human_bytes(DEFAULT_MALLOC_THRESHOLD_BYTES)}); giving it implies "
+                          "--reduced-profile")
+
+
+def report_filter(opts: argparse.Namespace, profile: Profile) -> ReportFilter:
+    """The filter the options ask for. A threshold given explicitly means "filter by it"."""
+    cpu = getattr(opts, "cpu_percent_threshold", None)
+    malloc = getattr(opts, "malloc_threshold", None)
+    reduced = bool(getattr(opts, "reduced_profile", False)) or cpu is not None or \
+        malloc is not None
+    return ReportFilter(reduced=reduced,
+                        cpu_percent_threshold=DEFAULT_CPU_PERCENT_THRESHOLD if cpu is None else cpu,
+                        malloc_threshold_bytes=(DEFAULT_MALLOC_THRESHOLD_BYTES if malloc is None
+                                                else malloc),
+                        sampled_s=profile.sampled_s)
+
+
+def wants_files(opts: argparse.Namespace) -> bool:
+    """True when the options ask for any output other than the terminal report."""
+    return bool(getattr(opts, "html", None) or getattr(opts, "json", None)
+                or getattr(opts, "speedscope", None))
+
+
+def check_outputs(opts: argparse.Namespace) -> None:
+    """Before a run: every output file asked for can be created (its folder exists and is not
+    the file itself). UsageError otherwise, so a long run is not wasted on a typo."""
+    for option in ("html", "json", "speedscope"):
+        path = getattr(opts, option, None)
+        if not isinstance(path, str) or path == "-":
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path) or not os.path.isdir(folder):
+            raise UsageError(f"--{option} {path}: " + ("is a directory" if os.path.isdir(path)
+                                                       else f"no such directory {folder}"))
+
+
+def render_outputs(profile: Profile, opts: argparse.Namespace, *, text_stream: TextIO | None,
+                   notes: TextIO | None = None, strict: bool = True) -> None:
+    """Produce every output ``opts`` asks for: the terminal report on ``text_stream`` (None:
+    no terminal report), then the HTML, JSON and speedscope outputs; one line per file written
+    goes to ``notes`` (default stderr). An output file that cannot be written raises
+    PeaklineError with a one-line message; with ``strict=False`` (``peakline run``, whose exit
+    status is the program's) the message goes to ``notes`` and the other outputs are still
+    made."""
+    notes = sys.stderr if notes is None else notes
+    rules = report_filter(opts, profile)
+    if text_stream is not None:
+        from peakline.reporters import terminal
+        terminal.render(profile, text_stream, reduced=rules.reduced,
+                        cpu_percent_threshold=rules.cpu_percent_threshold,
+                        malloc_threshold_bytes=rules.malloc_threshold_bytes)
+    jobs: list[tuple[str, str, Callable[[TextIO], None]]] = []
+    if getattr(opts, "html", None):
+        from peakline.reporters import html
+        jobs.append((opts.html, "HTML report", lambda stream: html.render(
+            profile, stream, reduced=rules.reduced,
+            cpu_percent_threshold=rules.cpu_percent_threshold,
+            malloc_threshold_bytes=rules.malloc_threshold_bytes)))
+    if getattr(opts, "json", None):
+        from peakline.reporters import json_report
+        jobs.append(("-" if opts.json is True else opts.json, "profile JSON",
+                     lambda stream: json_report.render(profile, stream)))
+    if getattr(opts, "speedscope", None):
+        from peakline.reporters import speedscope
+        jobs.append((opts.speedscope, "speedscope profile",
+                     lambda stream: speedscope.render(profile, stream)))
+    for path, what, render in jobs:
+        try:
+            _write(path, what, notes, render)
+        except PeaklineError as error:
+            if strict:
+                raise
+            print(f"peakline: error: {error}", file=notes)
+
+
+def _write(path: str, what: str, notes: TextIO, render: Callable[[TextIO], None]) -> None:
+    if path == "-":
+        render(sys.stdout)
+        sys.stdout.flush()
+        return
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as stream:
+            render(stream)
+    except OSError as error:
+        raise PeaklineError(f"cannot write {what} to {path}: "
+                            f"{error.strerror or error}") from None
+    print(f"peakline: {what} written to {os.path.abspath(path)}", file=notes)

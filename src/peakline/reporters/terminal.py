@@ -1,154 +1,118 @@
-"""Terminal report: a header, then per file a line table and a functions summary.
+"""Terminal report: a header, memory highlights, then per file a line table and functions.
 
-    Line │ Python │ native │ system │  wait │ source
-       7 │  45.0% │  20.0% │   2.0% │ 0.50s │ data = json.loads(text)
+         │   Time │        │        │        │  Memory │        │          │   Copy │
+    Line │ Python │ native │ system │   wait │ Python% │    net │ timeline │ (MB/s) │ source
+    ▲ 14 │   2.0% │  20.0% │   1.1% │        │      0% │  +200M │ ▁▃▅███▆▆ │    120 │ a = np…
 
-Percentages are shares of all sampled time (CPU + wait, ``Profile.sampled_s``), so every
-column of every file adds up to at most 100% together with ``unattributed``; wait is also
-shown in seconds because "waited 2 s" reads better than a percentage of a mixed total.
+Time columns are shares of all sampled time (CPU + wait, ``Profile.sampled_s``), so every
+column of every file adds up to at most 100% together with ``unattributed``; wait is shown in
+seconds because "waited 2 s" reads better than a percentage of a mixed total. The memory
+columns appear only when the profile has memory (not ``--cpu-only``): the share of the line's
+allocated bytes that were Python objects, ``net_bytes``, a sparkline of the line's live bytes
+over the run (each cell the maximum of its time slice, so spikes survive), and copy volume.
+``▲`` marks the lines holding the most memory at the peak (reporters/_highlights.py); they are
+listed with the possible leaks right after the header.
 
 Modes. Full (default) prints every line of a file with activity, like Scalene. ``reduced``
-prints only lines whose share (CPU + wait) reaches ``cpu_percent_threshold`` percent, with a
-``...`` row for each gap, hides files and functions below it, and says how many it hid.
+prints only active lines (reporters/_filters.py: time share or allocated bytes over the
+thresholds) with a ``...`` row for each gap, hides inactive files and functions, and says how
+many it hid.
 
-Output rules: stdlib only; width-aware (source is cut to the terminal width, measured in
-display cells so wide CJK characters count twice); ANSI colour only when asked for (default:
-the stream is a TTY and ``NO_COLOR`` is unset or empty, see no-color.org); box-drawing glyphs
-only when the stream's encoding can carry them; control characters in source are replaced so
-one source line is always one output row.
+Output rules: stdlib only; width-aware (columns are dropped, least important first, until the
+source keeps ``MIN_SOURCE_WIDTH`` cells; then rows are cut, measured in display cells); ANSI
+colour only when asked for (default: the stream is a TTY and ``NO_COLOR`` is unset or empty,
+see no-color.org); box-drawing glyphs only when the encoding can carry them; control
+characters in source are replaced so one source line is always one output row.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import tokenize
-import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
-from peakline.model.profile import FileRecord, LineRecord, Profile
+from peakline.model.leaks import LEAK_REPORT_THRESHOLD
+from peakline.model.profile import FileRecord, FunctionRecord, LineRecord, Profile
+from peakline.reporters import _text
+from peakline.reporters._filters import (DEFAULT_CPU_PERCENT_THRESHOLD,
+                                         DEFAULT_MALLOC_THRESHOLD_BYTES, ReportFilter)
+from peakline.reporters._format import (compact_bytes, human_bytes, human_rate, mb_per_s,
+                                        python_share, resample_max, sparkline)
+from peakline.reporters._highlights import HOT_PERCENT, peak_holders, possible_leaks
+from peakline.reporters._source import read_source
+from peakline.reporters._text import duration, percent, printable, short_s
 
-HOT_PERCENT = 10.0  # a line with at least this share of sampled time is highlighted
 DEFAULT_WIDTH = 100
-MIN_WIDTH = 60  # the five number columns take ~44 cells; below this no source would fit
+MIN_WIDTH = 60  # line number + Python + native (+ net) columns, and some source
+MIN_SOURCE_WIDTH = 24  # columns are dropped before the source gets narrower than this
+LINE_SPARK_CELLS = 8
 _MAX_THREADS_LISTED = 4
 
 _BOLD_RED = "\033[1;31m"
+_BOLD_MAGENTA = "\033[1;35m"
 _BOLD = "\033[1m"
 _DIM = "\033[2m"
 _RESET = "\033[0m"
 
-
-@dataclass(frozen=True)
-class _Glyphs:
-    bar: str
-    rule: str
-    cross: str
-    ellipsis: str
-    dot: str
-
-
-_UNICODE = _Glyphs("│", "─", "┼", "…", "·")
-_ASCII = _Glyphs("|", "-", "+", "...", "-")
+__all__ = ["render", "read_source", "HOT_PERCENT", "MIN_WIDTH"]
 
 
 def render(profile: Profile, stream: TextIO, *, width: int | None = None,
            color: bool | None = None, reduced: bool = False,
-           cpu_percent_threshold: float = 1.0) -> None:
+           cpu_percent_threshold: float = DEFAULT_CPU_PERCENT_THRESHOLD,
+           malloc_threshold_bytes: int = DEFAULT_MALLOC_THRESHOLD_BYTES) -> None:
     """Write the terminal report of ``profile`` to ``stream``."""
     if width is None:
         width = shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
     if color is None:
-        color = _isatty(stream) and not os.environ.get("NO_COLOR")
-    view = _View(profile, stream, max(MIN_WIDTH, width), bool(color), _glyphs_for(stream),
-                 reduced, cpu_percent_threshold)
+        color = _text.isatty(stream) and not os.environ.get("NO_COLOR")
+    rules = ReportFilter(reduced, cpu_percent_threshold, malloc_threshold_bytes,
+                         profile.sampled_s)
+    view = _View(profile, stream, max(MIN_WIDTH, width), bool(color),
+                 _text.glyphs_for(stream), rules)
     view.header()
+    view.highlights()
     view.files()
 
 
-def _isatty(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
+# ---- columns ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Column:
+    group: str  # shown above the first visible column of its group (memory profiles only)
+    label: str
+    width: int
+    keep: int  # columns with the lowest ``keep`` are dropped first on narrow terminals
+    cell: Callable[[_View, LineRecord], str]
 
 
-def _glyphs_for(stream: TextIO) -> _Glyphs:
-    encoding = getattr(stream, "encoding", None) or "utf-8"
-    try:
-        "│─┼…·".encode(encoding)
-    except (UnicodeEncodeError, LookupError):
-        return _ASCII
-    return _UNICODE
+def _py_share_cell(line) -> str:
+    share = python_share(line.alloc_python_bytes, line.alloc_native_bytes)
+    return "" if share is None else f"{share:.0f}%"
 
 
-# ---- text helpers -------------------------------------------------------------------------
-
-def _cell_width(char: str) -> int:
-    if unicodedata.combining(char):
-        return 0
-    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-
-
-def _fit(text: str, width: int, ellipsis: str) -> str:
-    """``text`` cut to ``width`` display cells, ending in ``ellipsis`` when cut."""
-    if sum(_cell_width(c) for c in text) <= width:
-        return text
-    room = width - len(ellipsis)
-    out, used = [], 0
-    for char in text:
-        cells = _cell_width(char)
-        if used + cells > room:
-            break
-        out.append(char)
-        used += cells
-    return "".join(out) + ellipsis if room >= 0 else ellipsis[:width]
+_TIME_COLUMNS = (
+    _Column("Time", "Python", 6, 90, lambda v, ln: percent(v.share(ln.cpu_python_s))),
+    _Column("Time", "native", 6, 80, lambda v, ln: percent(v.share(ln.cpu_native_s))),
+    _Column("Time", "system", 6, 20, lambda v, ln: percent(v.share(ln.cpu_system_s))),
+    _Column("Time", "wait", 6, 50, lambda v, ln: short_s(ln.wait_s)),
+)
+_MEMORY_COLUMNS = (
+    _Column("Memory", "Python%", 7, 30, lambda v, ln: _py_share_cell(ln)),
+    _Column("Memory", "net", 6, 70, lambda v, ln: compact_bytes(ln.net_bytes or 0, signed=True)),
+    _Column("Memory", "timeline", LINE_SPARK_CELLS, 40, lambda v, ln: v.line_spark(ln)),
+    _Column("Copy", "(MB/s)", 6, 10, lambda v, ln: mb_per_s(ln.copy_mb_s)),
+)
 
 
-def _printable(text: str) -> str:
-    text = text.rstrip("\r\n").expandtabs(8)
-    return "".join("?" if unicodedata.category(c) in ("Cc", "Cs") else c for c in text)
-
-
-def _percent(share: float) -> str:
-    if share <= 0:
-        return ""
-    if share < 0.05:
-        return "<0.1%"
-    return f"{share:.1f}%"
-
-
-def _short_s(seconds: float) -> str:
-    """Compact seconds for a table cell (at most 6 characters up to 99999 s)."""
-    if seconds <= 0:
-        return ""
-    if seconds >= 100:
-        return f"{seconds:.0f}s"
-    if seconds >= 10:
-        return f"{seconds:.1f}s"
-    if seconds >= 0.01:
-        return f"{seconds:.2f}s"
-    return f"{seconds * 1000:.1f}ms"
-
-
-def _duration(seconds: float) -> str:
-    if seconds >= 1 or seconds == 0:
-        return f"{seconds:.2f} s"
-    return f"{seconds * 1000:.1f} ms"
-
-
-def read_source(filename: str) -> tuple[list[str] | None, str]:
-    """The file's lines decoded as Python would (PEP 263 cookie), or (None, reason)."""
-    if filename.startswith("<"):
-        return None, "not a file on disk"
-    try:
-        with tokenize.open(filename) as stream:
-            return stream.read().splitlines(), ""
-    except FileNotFoundError:
-        return None, "file not found"
-    except (OSError, UnicodeError, ValueError, SyntaxError, LookupError) as error:
-        return None, type(error).__name__
+def _visible(columns, fixed: int, width: int, rest: int):
+    """Drop the least important columns until ``fixed`` + columns + ``rest`` fit ``width``."""
+    shown = list(columns)
+    while shown and fixed + sum(c.width + 3 for c in shown) + rest > width:
+        shown.remove(min(shown, key=lambda c: c.keep))
+    return shown
 
 
 # ---- the report ---------------------------------------------------------------------------
@@ -157,26 +121,40 @@ class _View:
     """One rendering: options plus the profile-wide denominator."""
 
     def __init__(self, profile: Profile, stream: TextIO, width: int, color: bool,
-                 glyphs: _Glyphs, reduced: bool, threshold: float) -> None:
+                 glyphs: _text.Glyphs, rules: ReportFilter) -> None:
         self.profile = profile
         self.stream = stream
         self.width = width
         self.color = color
         self.g = glyphs
-        self.reduced = reduced
-        self.threshold = threshold
-        self.sampled_s = profile.sampled_s
+        self.rules = rules
+        self.memory = profile.has_memory
+        self.holders = {(h.filename, h.line.lineno) for h in peak_holders(profile)}
+        self._sources: dict[str, tuple[list[str] | None, str]] = {}
 
     def share(self, seconds: float) -> float:
-        return 0.0 if self.sampled_s <= 0 else 100.0 * seconds / self.sampled_s
+        return self.rules.share(seconds)
 
-    def emit(self, text: str = "", style: str = "") -> None:
-        text = _fit(text, self.width, self.g.ellipsis)
-        if style and self.color:
+    def source(self, filename: str) -> tuple[list[str] | None, str]:
+        if filename not in self._sources:
+            self._sources[filename] = read_source(filename)
+        return self._sources[filename]
+
+    def source_text(self, filename: str, lineno: int) -> str:
+        lines, _ = self.source(filename)
+        if lineno == 0:
+            return "(line unknown)"
+        return printable(lines[lineno - 1]).strip() if lines and lineno <= len(lines) else ""
+
+    def emit(self, text: str = "", style: str = "", *, mark_style: str = "") -> None:
+        """One row, cut to the width. ``mark_style`` colours the row's first character (the
+        peak marker) on its own, so it stands out in a row coloured for another reason."""
+        text = _text.fit(text, self.width, self.g.ellipsis)
+        if self.color and mark_style and text:
+            text = f"{mark_style}{text[0]}{_RESET}{style}{text[1:]}{_RESET if style else ''}"
+        elif style and self.color:
             text = f"{style}{text}{_RESET}"
         self.stream.write(text + "\n")
-
-    # -- header -----------------------------------------------------------------------------
 
     def emit_parts(self, parts: list[str], style: str = "", indent: str = "  ") -> None:
         """Join ``parts`` with a dot, wrapping between parts (never inside one) at the width."""
@@ -184,19 +162,34 @@ class _View:
         line = ""
         for part in parts:
             candidate = part if not line else f"{line}{sep}{part}"
-            if line and len(indent) + len(candidate) > self.width:
+            if line and len(indent) + _text.text_width(candidate) > self.width:
                 self.emit(indent + line, style)
                 candidate = part
             line = candidate
         if line:
             self.emit(indent + line, style)
 
+    def line_spark(self, line: LineRecord) -> str:
+        if not line.timeline:
+            return ""
+        values = resample_max(line.timeline, 0.0, self.profile.elapsed_s, LINE_SPARK_CELLS)
+        return sparkline(values, blocks=self.g.spark)
+
+    def place(self, filename: str, lineno: int) -> str:
+        """``name.py:12``; the full path when two reported files share a base name."""
+        base = os.path.basename(filename) or filename
+        same = sum(1 for f in self.profile.files if os.path.basename(f) == base)
+        name = base if same <= 1 else filename
+        return f"{printable(name)}:{lineno or '?'}"
+
+    # -- header -----------------------------------------------------------------------------
+
     def header(self) -> None:
         p = self.profile
         command = " ".join(p.argv) if p.argv else p.program
-        self.emit(f"peakline {self.g.dot} {_printable(command)}", _BOLD)
+        self.emit(f"peakline {self.g.dot} {printable(command)}", _BOLD)
         exit_text = "exit code n/a" if p.exit_code is None else f"exit code {p.exit_code}"
-        self.emit_parts([f"elapsed {_duration(p.elapsed_s)}", exit_text,
+        self.emit_parts([f"elapsed {duration(p.elapsed_s)}", exit_text,
                          f"started {p.started_at}"])
         t = p.totals
         cpu_s = t.cpu_s
@@ -204,11 +197,11 @@ class _View:
         def split(seconds: float) -> str:
             return f"{100.0 * seconds / cpu_s:.0f}%" if cpu_s > 0 else "0%"
 
-        self.emit_parts([f"CPU {_duration(cpu_s)}: Python {split(t.cpu_python_s)}",
+        self.emit_parts([f"CPU {duration(cpu_s)}: Python {split(t.cpu_python_s)}",
                          f"native {split(t.cpu_native_s)}", f"system {split(t.cpu_system_s)}",
-                         f"wait {_duration(t.wait_s)}"])
+                         f"wait {duration(t.wait_s)}"])
         s = p.sampling
-        if self.sampled_s <= 0:
+        if self.rules.sampled_s <= 0:
             self.emit_parts([f"no time was sampled ({s.samples} samples)",
                              "the run may have been shorter than one sampling interval"])
         else:
@@ -224,11 +217,15 @@ class _View:
             problems.append(f"{s.invalid_frames} invalid frames")
         if s.truncated_stacks:
             problems.append(f"{s.truncated_stacks} truncated stacks")
+        if p.memory is not None and p.memory.not_sampled_events:
+            problems.append(f"{p.memory.not_sampled_events} memory events not sampled")
         if problems:
             if not problems[0].startswith("warning"):
                 problems[0] = "warning: " + problems[0]
             self.emit_parts(problems, _BOLD)
         self.threads_line()
+        if self.memory:
+            self.memory_line()
 
     def threads_line(self) -> None:
         threads = sorted(self.profile.threads, key=lambda t: (-t.cpu_s - t.wait_s, t.tid))
@@ -236,9 +233,9 @@ class _View:
             return
         parts = []
         for thread in threads[:_MAX_THREADS_LISTED]:
-            name = _printable(thread.name) if thread.name else f"tid {thread.tid}"
+            name = printable(thread.name) if thread.name else f"tid {thread.tid}"
             kind = "" if thread.python else " native"
-            parts.append(f"{name}{kind} {_duration(thread.cpu_s)} CPU")
+            parts.append(f"{name}{kind} {duration(thread.cpu_s)} CPU")
         more = len(threads) - _MAX_THREADS_LISTED
         if more > 0:
             parts.append(f"+{more} more")
@@ -246,89 +243,171 @@ class _View:
         parts[0] = f"{count}: {parts[0]}"
         self.emit_parts(parts)
 
+    def memory_line(self) -> None:
+        p, m = self.profile, self.profile.memory
+        cells = max(10, min(48, self.width // 3))
+        spark = sparkline(resample_max(p.timeline or [], 0.0, p.elapsed_s, cells),
+                          blocks=self.g.spark, zero=self.g.spark[0])
+        peak_at = f" at {m.peak_time_s:.2f} s" if m is not None else ""
+        parts = [f"memory {spark}" if spark else "memory",
+                 f"peak {human_bytes(p.peak_bytes or 0)}{peak_at}"]
+        if p.peak_rss_bytes is not None:
+            parts.append(f"peak RSS {human_bytes(p.peak_rss_bytes)}")
+        if m is not None:
+            parts.append(f"growth {human_rate(m.growth_rate_bytes_s)}")
+            parts.append(f"{human_bytes(m.live_end_bytes)} live at end")
+            parts.append(f"sampled every {human_bytes(m.sampling_interval_bytes)}")
+        self.emit_parts(parts)
+
+    # -- memory highlights ------------------------------------------------------------------
+
+    def highlights(self) -> None:
+        if not self.memory:
+            return
+        p = self.profile
+        holders = peak_holders(p)
+        if holders:
+            when = f" at {p.memory.peak_time_s:.2f} s" if p.memory is not None else ""
+            self.emit()
+            self.emit(f"Lines holding memory at the peak ({human_bytes(p.peak_bytes or 0)}"
+                      f"{when})", _BOLD)
+            places = [self.place(h.filename, h.line.lineno) for h in holders]
+            pw = max(map(len, places))
+            for held, place in zip(holders, places):
+                text = self.source_text(held.filename, held.line.lineno)
+                self.emit(f"  {self.g.peak} {place:<{pw}} "
+                          f"{human_bytes(held.line.live_at_peak_bytes):>10} "
+                          f"{100 * held.share:3.0f}%  {text}", _BOLD_MAGENTA)
+        leaks = possible_leaks(p)
+        if leaks:
+            self.emit()
+            self.emit(f"Possible leaks (likelihood {self.g.dot} growth {self.g.dot} held at "
+                      f"end; flagged at >= {100 * LEAK_REPORT_THRESHOLD:.0f}%)", _BOLD)
+            places = [self.place(f, line.lineno) for f, line in leaks]
+            pw = max(map(len, places))
+            for (filename, line), place in zip(leaks, places):
+                text = self.source_text(filename, line.lineno)
+                self.emit(f"  {place:<{pw}} {100 * (line.leak_likelihood or 0):4.0f}% "
+                          f"{human_rate(line.leak_rate_bytes_s or 0):>14} "
+                          f"{human_bytes(line.net_bytes or 0):>10}  {text}", _BOLD_RED)
+
     # -- files ------------------------------------------------------------------------------
+
+    def below(self) -> str:
+        return self.rules.describe() if self.memory else f"{self.rules.cpu_percent_threshold:g}%"
 
     def files(self) -> None:
         ranked = sorted(self.profile.files.items(),
                         key=lambda item: (-item[1].totals().total_s, item[0]))
         hidden = 0
         for filename, record in ranked:
-            if self.reduced and not self._file_visible(record):
+            if self.rules.reduced and not self.rules.file_active(record):
                 hidden += 1
                 continue
             self.file(filename, record)
         if hidden:
             self.emit()
-            self.emit(f"{hidden} file(s) below {self.threshold:g}% hidden", _DIM)
-
-    def _file_visible(self, record: FileRecord) -> bool:
-        return any(self.share(f.inclusive_s) >= self.threshold for f in record.functions) or \
-            any(self.share(line.total_s) >= self.threshold for line in record.lines)
+            self.emit(f"{hidden} file(s) below {self.below()} hidden", _DIM)
 
     def file(self, filename: str, record: FileRecord) -> None:
         g = self.g
         totals = record.totals()
         self.emit()
-        self.emit_parts([_printable(filename),
-                         f"{self.share(totals.total_s):.1f}% of sampled time",
-                         f"CPU {self.share(totals.cpu_s):.1f}%, wait {_duration(totals.wait_s)}"],
-                        _BOLD, indent="")
-        source, reason = read_source(filename)
+        parts = [printable(filename), f"{self.share(totals.total_s):.1f}% of sampled time",
+                 f"CPU {self.share(totals.cpu_s):.1f}%, wait {duration(totals.wait_s)}"]
+        if self.memory:
+            parts.append(f"net {human_bytes(sum(ln.net_bytes or 0 for ln in record.lines))}")
+        self.emit_parts(parts, _BOLD, indent="")
+        source, reason = self.source(filename)
         if source is None:
             self.emit(f"  (source not available: {reason})", _DIM)
         lw = max(4, len(str(max((line.lineno for line in record.lines), default=0))),
                  len(str(len(source or ()))))
-        self.emit(f"{'Line':>{lw}} {g.bar} Python {g.bar} native {g.bar} system {g.bar} "
-                  f"  wait {g.bar} source")
-        self.emit(f"{g.rule * (lw + 1)}{g.cross}" + f"{g.rule * 8}{g.cross}" * 4 + g.rule * 8)
+        mark = 2 if self.memory else 0  # "▲ " before the line number
+        columns = _TIME_COLUMNS + (_MEMORY_COLUMNS if self.memory else ())
+        shown = _visible(columns, mark + lw + 3, self.width, MIN_SOURCE_WIDTH)
+        lead = mark + lw
+        if self.memory:
+            groups, tops = set(), []
+            for column in shown:
+                tops.append("" if column.group in groups else column.group)
+                groups.add(column.group)
+            self.emit((f"{'':>{lead}} {g.bar} " +
+                       "".join(f"{t:>{c.width}} {g.bar} " for t, c in zip(tops, shown))).rstrip())
+        self.emit(f"{'Line':>{lead}} {g.bar} " +
+                  "".join(f"{c.label:>{c.width}} {g.bar} " for c in shown) + "source")
+        self.emit(f"{g.rule * (lead + 1)}{g.cross}" +
+                  "".join(f"{g.rule * (c.width + 2)}{g.cross}" for c in shown) + g.rule * 8)
         for lineno, line in self._rows(record, source):
             if line is None:
-                self.emit(f"{'...':>{lw}} {g.bar}", _DIM)
+                self.emit(f"{'...':>{lead}} {g.bar}", _DIM)
                 continue
-            text = "(line unknown)" if lineno == 0 else \
-                _printable(source[lineno - 1]) if source and lineno <= len(source) else ""
-            cells = (_percent(self.share(line.cpu_python_s)),
-                     _percent(self.share(line.cpu_native_s)),
-                     _percent(self.share(line.cpu_system_s)), _short_s(line.wait_s))
             number = "?" if lineno == 0 else str(lineno)
-            row = f"{number:>{lw}} {g.bar} " + "".join(f"{c:>6} {g.bar} " for c in cells) + text
+            held = (filename, lineno) in self.holders
+            if self.memory:
+                number = f"{g.peak if held else ' '} {number:>{lw}}"
+            cells = "".join(f"{c.cell(self, line):>{c.width}} {g.bar} " for c in shown)
+            text = "(line unknown)" if lineno == 0 else \
+                printable(source[lineno - 1]) if source and lineno <= len(source) else ""
+            row = f"{number:>{lead}} {g.bar} {cells}{text}"
             share = self.share(line.total_s)
-            style = _BOLD_RED if share >= HOT_PERCENT else "" if share > 0 else _DIM
-            self.emit(row, style)
+            active = share > 0 or line.alloc_bytes > 0
+            style = (_BOLD_RED if share >= HOT_PERCENT else _BOLD_MAGENTA if held
+                     else "" if active else _DIM)
+            self.emit(row, style, mark_style=_BOLD_MAGENTA if held else "")
         self.functions(record)
 
     def _rows(self, record: FileRecord, source: list[str] | None):
         """(lineno, LineRecord | None) rows to print; (0, None) marks a ``...`` gap."""
         by_line = {line.lineno: line for line in record.lines}
-        if self.reduced:
-            wanted = [n for n, line in by_line.items()
-                      if self.share(line.total_s) >= self.threshold]
+        if self.rules.reduced:
+            wanted = [n for n, line in by_line.items() if self.rules.line_active(line)]
         elif source is not None:
             wanted = sorted(set(range(1, len(source) + 1)) | set(by_line))
         else:
             wanted = list(by_line)
         previous = None
         for lineno in sorted(wanted):
-            if self.reduced and previous is not None and lineno > previous + 1:
+            if self.rules.reduced and previous is not None and lineno > previous + 1:
                 yield 0, None
             previous = lineno
             yield lineno, by_line.get(lineno) or LineRecord(lineno)
 
+    # -- functions --------------------------------------------------------------------------
+
     def functions(self, record: FileRecord) -> None:
         ranked = sorted(record.functions, key=lambda f: (-f.inclusive_s, -f.self_s, f.lineno))
-        shown = [f for f in ranked
-                 if not self.reduced or self.share(f.inclusive_s) >= self.threshold]
+        shown = [f for f in ranked if not self.rules.reduced or self.rules.function_active(f)]
         if not shown:
             return
         g = self.g
+        columns = _visible(_FUNCTION_MEMORY_COLUMNS if self.memory else (), 23,
+                           self.width, MIN_SOURCE_WIDTH)
         self.emit()
-        self.emit(f"    self {g.bar} inclusive {g.bar} function (% of sampled time)")
+        self.emit(f"    self {g.bar} inclusive {g.bar} " +
+                  "".join(f"{c.label:>{c.width}} {g.bar} " for c in columns) +
+                  "function (% of sampled time)")
         for function in shown:
-            row = (f"{_percent(self.share(function.self_s)) or '-':>8} {g.bar} "
-                   f"{_percent(self.share(function.inclusive_s)) or '-':>9} {g.bar} "
-                   f"{_printable(function.name)} (line {function.lineno})")
+            row = (f"{percent(self.share(function.self_s)) or '-':>8} {g.bar} "
+                   f"{percent(self.share(function.inclusive_s)) or '-':>9} {g.bar} " +
+                   "".join(f"{c.cell(self, function) or '-':>{c.width}} {g.bar} "
+                           for c in columns) +
+                   f"{printable(function.name)} (line {function.lineno})")
             style = _BOLD_RED if self.share(function.self_s) >= HOT_PERCENT else ""
             self.emit(row, style)
         if len(shown) < len(ranked):
-            self.emit(f"    {len(ranked) - len(shown)} function(s) below "
-                      f"{self.threshold:g}% hidden", _DIM)
+            self.emit(f"    {len(ranked) - len(shown)} function(s) below {self.below()} "
+                      f"hidden", _DIM)
+
+
+def _function_alloc(function: FunctionRecord) -> int:
+    return (function.alloc_python_bytes or 0) + (function.alloc_native_bytes or 0)
+
+
+_FUNCTION_MEMORY_COLUMNS = (
+    _Column("Memory", "alloc", 6, 60, lambda v, f: compact_bytes(_function_alloc(f))),
+    _Column("Memory", "Python%", 7, 30, lambda v, f: _py_share_cell(f)),
+    _Column("Memory", "net", 6, 70, lambda v, f: compact_bytes(f.net_bytes or 0, signed=True)),
+    _Column("Memory", "at peak", 7, 50,
+            lambda v, f: compact_bytes(f.live_at_peak_bytes or 0)),
+)

@@ -1,0 +1,94 @@
+"""HTML report: one self-contained page, no network access, works from ``file://``.
+
+The page is ``templates/report.html`` with its stylesheet (``report.css``) and scripts
+(``charts.js``: memory timeline, sparklines, flame graph; ``report.js``: header, tables,
+sorting) pasted in, plus the data: the profile file's own JSON, the source of each reported
+file, and the lines the report should single out (the same picks as the terminal report:
+reporters/_highlights.py, _filters.py). The data travels in a
+``<script type="application/json">`` element and the scripts build the page from it with DOM
+calls (``textContent``, never ``innerHTML`` with data), so nothing from the profile or the
+source can inject markup.
+
+Escaping: JSON is written ASCII-only with every ``<``, ``>`` and ``&`` as ``\\u003c``-style
+escapes. That keeps ``</script>`` and ``<!--`` out of the element's text (the only sequences an
+HTML parser looks for there) and is still the same JSON to ``JSON.parse``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from importlib import resources
+from typing import Any, TextIO
+
+from peakline import __version__
+from peakline.model.leaks import LEAK_REPORT_THRESHOLD
+from peakline.model.profile import Profile
+from peakline.reporters._filters import (DEFAULT_CPU_PERCENT_THRESHOLD,
+                                         DEFAULT_MALLOC_THRESHOLD_BYTES, ReportFilter)
+from peakline.reporters._highlights import HOT_PERCENT, peak_holders, possible_leaks
+from peakline.reporters._source import read_source
+
+_TEMPLATE_FILES = ("report.html", "report.css", "charts.js", "report.js")
+_SLOT = re.compile(r"\{\{(\w+)\}\}")
+_JSON_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
+
+
+def _template(name: str) -> str:
+    return resources.files("peakline.reporters").joinpath("templates", name) \
+        .read_text(encoding="utf-8")
+
+
+def embed_json(data: Any) -> str:
+    """JSON safe to place inside ``<script type="application/json">``."""
+    text = json.dumps(data, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    return text.translate(_JSON_ESCAPES)
+
+
+def page_data(profile: Profile, rules: ReportFilter) -> dict[str, Any]:
+    """Everything the page's scripts read: the profile, sources and the report's picks."""
+    sources, source_errors = {}, {}
+    for filename in profile.files:
+        lines, reason = read_source(filename)
+        if lines is None:
+            source_errors[filename] = reason
+        else:
+            sources[filename] = lines
+    record = profile.files
+    active = {f: [line.lineno for line in r.lines if rules.line_active(line)]
+              for f, r in record.items()}
+    return {
+        "profile": profile.to_dict(),
+        "sources": sources,
+        "sourceErrors": source_errors,
+        "activeLines": active,
+        "peakHolders": [[h.filename, h.line.lineno, h.share] for h in peak_holders(profile)],
+        "leaks": [[f, line.lineno] for f, line in possible_leaks(profile)],
+        "settings": {
+            "version": __version__,
+            "hotPercent": HOT_PERCENT,
+            "leakThreshold": LEAK_REPORT_THRESHOLD,
+            "reduced": rules.reduced,
+            "cpuPercentThreshold": rules.cpu_percent_threshold,
+            "mallocThresholdBytes": rules.malloc_threshold_bytes,
+        },
+    }
+
+
+def render(profile: Profile, stream: TextIO, *, reduced: bool = False,
+           cpu_percent_threshold: float = DEFAULT_CPU_PERCENT_THRESHOLD,
+           malloc_threshold_bytes: int = DEFAULT_MALLOC_THRESHOLD_BYTES) -> None:
+    """Write the HTML report of ``profile`` to ``stream`` (a text stream; UTF-8 page)."""
+    rules = ReportFilter(reduced, cpu_percent_threshold, malloc_threshold_bytes,
+                         profile.sampled_s)
+    parts = dict(zip(("page", "css", "charts", "report"), map(_template, _TEMPLATE_FILES)))
+    slots = {
+        "title": html.escape(f"peakline: {profile.program}"),
+        "css": parts["css"],
+        "charts_js": parts["charts"],
+        "report_js": parts["report"],
+        "data": embed_json(page_data(profile, rules)),
+    }
+    # One pass over the template only: text pasted into a slot is never scanned again.
+    stream.write(_SLOT.sub(lambda m: slots[m.group(1)], parts["page"]))

@@ -1,0 +1,340 @@
+/* peakline HTML report, part 2: reads the embedded data and builds the page: summary, memory
+ * timeline, peak holders, leaks, per-file line tables (sortable), functions, call stacks. */
+"use strict";
+(function () {
+  var data = JSON.parse(document.getElementById("peakline-data").textContent);
+  var P = data.profile, S = data.settings, el = PL.el;
+  var hasMem = P.peak_bytes !== undefined && P.peak_bytes !== null;
+  var T = P.totals, sampled = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s + T.wait_s;
+  var share = function (s) { return sampled > 0 ? 100 * s / sampled : 0; };
+  var total = function (r) { return r.cpu_python_s + r.cpu_native_s + r.cpu_system_s + r.wait_s; };
+  var alloc = function (r) { return (r.alloc_python_bytes || 0) + (r.alloc_native_bytes || 0); };
+  var pyShare = function (r) { var a = alloc(r); return a > 0 ? 100 * (r.alloc_python_bytes || 0) / a : null; };
+  var fileNames = Object.keys(P.files);
+  var fileIndex = {};
+  fileNames.forEach(function (f, i) { fileIndex[f] = i; });
+  var threadNames = {};
+  P.threads.forEach(function (t) { threadNames[t.tid] = (t.name || (t.python ? "thread" : "native thread")) + " (" + t.tid + ")"; });
+  var held = {}, leaky = {};
+  data.peakHolders.forEach(function (h) { held[h[0] + "\u0000" + h[1]] = h[2]; });
+  data.leaks.forEach(function (l) { leaky[l[0] + "\u0000" + l[1]] = true; });
+  var place = function (f, n) {
+    var base = PL.baseName(f), same = fileNames.filter(function (g) { return PL.baseName(g) === base; }).length;
+    return (same > 1 ? f : base) + ":" + (n || "?");
+  };
+  var sourceLine = function (f, n) { var src = data.sources[f]; return src && n > 0 && n <= src.length ? src[n - 1] : ""; };
+  var lineAnchor = function (f, n) { return "L" + fileIndex[f] + "-" + n; };
+  function linkTo(f, n) {
+    var a = el("a", null, place(f, n));
+    a.href = "#" + lineAnchor(f, n);
+    return a;
+  }
+
+  /* -- summary ---------------------------------------------------------------------------- */
+  function fact(parent, label, value, cls) {
+    var d = el("span", "fact" + (cls ? " " + cls : ""));
+    d.appendChild(document.createTextNode(label + " "));
+    d.appendChild(el("b", null, value));
+    parent.appendChild(d);
+    return d;
+  }
+  function summary() {
+    var h = document.getElementById("summary");
+    var h1 = el("h1");
+    h1.appendChild(el("span", "brand", "peakline"));
+    h1.appendChild(document.createTextNode((P.argv.length ? P.argv.join(" ") : P.program)));
+    h.appendChild(h1);
+    var facts = el("div", "facts");
+    fact(facts, "elapsed", PL.fmtSeconds(P.elapsed_s) || "0 s");
+    fact(facts, "exit code", P.exit_code === null ? "n/a" : String(P.exit_code));
+    var cpu = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s;
+    fact(facts, "CPU", PL.fmtSeconds(cpu) || "0 s");
+    fact(facts, "wait", PL.fmtSeconds(T.wait_s) || "0 s");
+    fact(facts, "attributed", (sampled > 0 ? (100 * (1 - T.unattributed_s / sampled)).toFixed(1) : "0") + "%");
+    var smp = P.sampling;
+    fact(facts, "samples", (smp.cpu_samples + smp.wait_samples) + " (" + smp.cpu_samples + " CPU, " + smp.wait_samples + " wait)");
+    fact(facts, "threads", String(P.threads.length));
+    if (hasMem) {
+      var m = P.memory || {};
+      fact(facts, "peak", PL.fmtBytes(P.peak_bytes) + (m.peak_time_s !== undefined ? " at " + m.peak_time_s.toFixed(2) + " s" : ""), "big").id = "fact-peak";
+      if (P.peak_rss_bytes !== undefined) fact(facts, "peak RSS", PL.fmtBytes(P.peak_rss_bytes));
+      if (m.growth_rate_bytes_s !== undefined) fact(facts, "growth", PL.fmtBytes(m.growth_rate_bytes_s, true) + "/s");
+      if (m.live_end_bytes !== undefined) fact(facts, "live at end", PL.fmtBytes(m.live_end_bytes));
+      if (m.sampling_interval_bytes) fact(facts, "memory sampled every", PL.fmtBytes(m.sampling_interval_bytes));
+    } else {
+      fact(facts, "memory", "not profiled (--cpu-only)");
+    }
+    if (smp.dropped_samples) fact(facts, "dropped samples", String(smp.dropped_samples), "warn");
+    if (smp.truncated_stacks) fact(facts, "truncated stacks", String(smp.truncated_stacks), "warn");
+    if (smp.invalid_frames) fact(facts, "invalid frames", String(smp.invalid_frames), "warn");
+    h.appendChild(facts);
+    var split = el("div", "split"), legend = el("div", "legend");
+    [["Python", T.cpu_python_s, "--py"], ["native", T.cpu_native_s, "--native"],
+     ["system", T.cpu_system_s, "--system"], ["wait", T.wait_s, "--wait"]].forEach(function (c) {
+      var seg = el("span");
+      seg.style.width = (sampled > 0 ? 100 * c[1] / sampled : 0) + "%";
+      seg.style.background = "var(" + c[2] + ")";
+      seg.title = c[0] + " " + PL.fmtSeconds(c[1]);
+      split.appendChild(seg);
+      var key = el("i");
+      key.style.background = "var(" + c[2] + ")";
+      legend.appendChild(key);
+      legend.appendChild(document.createTextNode(c[0] + " " + PL.fmtPercent(share(c[1]))));
+    });
+    h.appendChild(split);
+    h.appendChild(legend);
+  }
+
+  /* -- sortable tables -------------------------------------------------------------------- */
+  /* columns: {label, title, group: header over a run of columns, value(row) -> number|string|null,
+   *           show(row) -> string|Node, tip(row) -> cell title, text: left-aligned,
+   *           asc: sort ascending first, nosort} */
+  function table(columns, rows, rowSetup) {
+    var t = el("table"), thead = el("thead"), gr = el("tr", "groups"), hr = el("tr"), tbody = el("tbody");
+    var starts = columns.map(function (c, i) { return i > 0 && c.group !== columns[i - 1].group; });
+    var cellClass = function (c, i) { return (c.text ? "text" : "") + (c.cls ? " " + c.cls : "") + (starts[i] ? " group-start" : ""); };
+    var items = rows.map(function (row) {
+      var tr = el("tr");
+      columns.forEach(function (c, i) {
+        var td = el("td", cellClass(c, i));
+        var shown = c.show ? c.show(row) : c.value(row);
+        if (shown instanceof Node) td.appendChild(shown);
+        else if (shown !== null && shown !== undefined) td.textContent = String(shown);
+        if (c.tip && td.textContent) td.title = c.tip(row);
+        tr.appendChild(td);
+      });
+      if (rowSetup) rowSetup(row, tr);
+      tbody.appendChild(tr);
+      return { row: row, tr: tr };
+    });
+    var current = null, descending = true;
+    columns.forEach(function (c, i) {
+      if (i === 0 || starts[i]) {
+        var span = 1;
+        while (i + span < columns.length && !starts[i + span]) span++;
+        var g = el("th", "group" + (starts[i] ? " group-start" : ""), c.group || "");
+        g.colSpan = span;
+        gr.appendChild(g);
+      }
+      var th = el("th", cellClass(c, i).replace(/\bsrc\b|\blineno\b/g, ""), c.label);
+      if (c.title) th.title = c.title;
+      if (!c.nosort) {
+        th.classList.add("sortable");
+        th.addEventListener("click", function () { sortBy(i, current === i ? !descending : !c.asc); });
+      }
+      hr.appendChild(th);
+    });
+    function sortBy(i, desc) {
+      var c = columns[i], key = function (it) { var v = c.value(it.row); return v === null || v === undefined || v === "" ? null : v; };
+      items.sort(function (a, b) {
+        var x = key(a), y = key(b);
+        if (x === null || y === null) return x === y ? 0 : (x === null ? 1 : -1);
+        var r = x < y ? -1 : x > y ? 1 : 0;
+        return desc ? -r : r;
+      });
+      items.forEach(function (it) { tbody.appendChild(it.tr); });
+      Array.prototype.forEach.call(hr.children, function (th, j) {
+        th.classList.remove("sorted-asc", "sorted-desc");
+        if (j === i) th.classList.add(desc ? "sorted-desc" : "sorted-asc");
+      });
+      current = i; descending = desc;
+    }
+    if (columns.some(function (c) { return c.group; })) thead.appendChild(gr);
+    thead.appendChild(hr);
+    t.appendChild(thead);
+    t.appendChild(tbody);
+    return { table: t, sortBy: sortBy, items: items };
+  }
+  var pctCol = function (label, key) {
+    return { label: label, group: "Time", value: function (r) { return share(r[key] || 0) || null; },
+             show: function (r) { return PL.fmtPercent(share(r[key] || 0)); },
+             tip: function (r) { return PL.fmtSeconds(r[key]); } };
+  };
+  var bytesCol = function (group, label, get, signed, title) {
+    return { label: label, group: group, title: title, value: function (r) { var v = get(r); return v ? v : null; },
+             show: function (r) { return PL.fmtBytesShort(get(r), signed); },
+             tip: function (r) { var v = get(r); return PL.fmtBytes(v, signed) + " (" + v + " bytes)"; } };
+  };
+  var pyShareCol = function (group) {
+    return { label: "Python %", group: group, title: "share of allocated bytes that were Python objects",
+             value: pyShare, show: function (r) { var v = pyShare(r); return v === null ? "" : v.toFixed(0) + "%"; } };
+  };
+  function timeColumns() {
+    var totalCol = { label: "total", group: "Time", title: "share of sampled time (CPU + wait)",
+                     value: function (r) { return share(total(r)) || null; },
+                     tip: function (r) { return PL.fmtSeconds(total(r)) + " of " + PL.fmtSeconds(sampled) + " sampled"; },
+                     show: function (r) {
+                       var p = share(total(r));
+                       if (!p) return "";
+                       var s = el("span"), b = el("span", "bar");
+                       b.style.width = Math.max(1, Math.min(40, 0.4 * p)) + "px";
+                       s.appendChild(b); s.appendChild(document.createTextNode(PL.fmtPercent(p)));
+                       return s;
+                     } };
+    return [totalCol, pctCol("Python", "cpu_python_s"), pctCol("native", "cpu_native_s"),
+            pctCol("system", "cpu_system_s"),
+            { label: "wait", group: "Time", value: function (r) { return r.wait_s || null; }, show: function (r) { return PL.fmtSeconds(r.wait_s); } }];
+  }
+  function memoryColumns(lineLevel) {
+    if (!hasMem) return [];
+    var cols = [
+      bytesCol("Allocated", "Python", function (r) { return r.alloc_python_bytes; }, false, "bytes allocated as Python objects"),
+      bytesCol("Allocated", "native", function (r) { return r.alloc_native_bytes; }, false, "bytes allocated by native code (malloc, mmap)"),
+      pyShareCol("Allocated"),
+      bytesCol("Memory", "freed", function (r) { return r.free_bytes; }),
+      bytesCol("Memory", "net", function (r) { return r.net_bytes; }, true, "allocated minus freed: what the line still holds at the end"),
+      bytesCol("Memory", "at peak", function (r) { return r.live_at_peak_bytes; }, false, "what the line held when the heap peaked")];
+    if (lineLevel) {
+      cols.push({ label: "timeline", group: "Memory", title: "the line's live bytes over the run (sorts by its maximum)",
+                  value: function (r) { return r.timeline && r.timeline.length ? Math.max.apply(null, r.timeline.map(function (p) { return p[1]; })) || null : null; },
+                  show: function (r) { return PL.sparkline(r.timeline, P.elapsed_s) || ""; } });
+      cols.push({ label: "leak", group: "Memory", title: "leak likelihood (flagged from " + (100 * S.leakThreshold).toFixed(0) + "%)",
+                  value: function (r) { return r.leak_likelihood || null; },
+                  show: function (r) { return r.leak_likelihood ? (100 * r.leak_likelihood).toFixed(0) + "%" : ""; },
+                  tip: function (r) { return "growing " + PL.fmtBytes(r.leak_rate_bytes_s || 0, true) + "/s"; } });
+    }
+    cols.push(bytesCol("Copy", "bytes", function (r) { return r.copy_bytes; }, false, "bytes copied by memcpy/memmove (sampled)"));
+    if (lineLevel) cols.push({ label: "MB/s", group: "Copy", value: function (r) { return r.copy_mb_s || null; },
+                               show: function (r) { return r.copy_mb_s ? r.copy_mb_s.toFixed(r.copy_mb_s < 10 ? 2 : 0) : ""; } });
+    return cols;
+  }
+
+  /* -- memory ------------------------------------------------------------------------------ */
+  function memory() {
+    if (!hasMem) return;
+    var sec = document.getElementById("memory");
+    sec.hidden = false;
+    PL.timelineChart(document.getElementById("timeline-chart"), P.timeline || [], P.elapsed_s,
+                     P.peak_bytes, (P.memory || {}).peak_time_s || 0);
+    var recs = {};
+    fileNames.forEach(function (f) { P.files[f].lines.forEach(function (r) { recs[f + "\u0000" + r.lineno] = r; }); });
+    if (data.peakHolders.length) {
+      var hs = document.getElementById("peak-holders");
+      hs.hidden = false;
+      var rows = data.peakHolders.map(function (h) { return { f: h[0], n: h[1], share: h[2], r: recs[h[0] + "\u0000" + h[1]] }; });
+      hs.querySelector(".table-wrap").appendChild(table([
+        { label: "line", text: true, value: function (x) { return place(x.f, x.n); }, show: function (x) { return linkTo(x.f, x.n); } },
+        { label: "held at peak", value: function (x) { return x.r.live_at_peak_bytes; }, show: function (x) { return "\u25B2 " + PL.fmtBytes(x.r.live_at_peak_bytes); } },
+        { label: "% of peak", value: function (x) { return x.share; }, show: function (x) { return (100 * x.share).toFixed(0) + "%"; } },
+        { label: "Python %", value: function (x) { return pyShare(x.r); }, show: function (x) { var v = pyShare(x.r); return v === null ? "" : v.toFixed(0) + "%"; } },
+        { label: "net", value: function (x) { return x.r.net_bytes; }, show: function (x) { return PL.fmtBytes(x.r.net_bytes, true); } },
+        { label: "source", text: true, cls: "src", nosort: true, value: function (x) { return sourceLine(x.f, x.n); } }
+      ], rows).table);
+    }
+    if (data.leaks.length) {
+      var ls = document.getElementById("leaks");
+      ls.hidden = false;
+      var lrows = data.leaks.map(function (l) { return { f: l[0], n: l[1], r: recs[l[0] + "\u0000" + l[1]] }; });
+      ls.querySelector(".table-wrap").appendChild(table([
+        { label: "line", text: true, value: function (x) { return place(x.f, x.n); }, show: function (x) { return linkTo(x.f, x.n); } },
+        { label: "likelihood", value: function (x) { return x.r.leak_likelihood; }, show: function (x) { return (100 * x.r.leak_likelihood).toFixed(0) + "%"; } },
+        { label: "growth", value: function (x) { return x.r.leak_rate_bytes_s; }, show: function (x) { return PL.fmtBytes(x.r.leak_rate_bytes_s || 0, true) + "/s"; } },
+        { label: "held at end", value: function (x) { return x.r.net_bytes; }, show: function (x) { return PL.fmtBytes(x.r.net_bytes); } },
+        { label: "timeline", nosort: true, value: function () { return null; }, show: function (x) { return PL.sparkline(x.r.timeline, P.elapsed_s) || ""; } },
+        { label: "source", text: true, cls: "src", nosort: true, value: function (x) { return sourceLine(x.f, x.n); } }
+      ], lrows).table);
+    }
+  }
+
+  /* -- per-file line tables ---------------------------------------------------------------- */
+  function files() {
+    var list = document.getElementById("file-list");
+    var ranked = fileNames.slice().sort(function (a, b) {
+      var ta = P.files[a].lines.reduce(function (s, r) { return s + total(r); }, 0);
+      var tb = P.files[b].lines.reduce(function (s, r) { return s + total(r); }, 0);
+      return tb - ta || (a < b ? -1 : 1);
+    });
+    ranked.forEach(function (f) {
+      var rec = P.files[f], byLine = {}, src = data.sources[f];
+      rec.lines.forEach(function (r) { byLine[r.lineno] = r; });
+      var active = {};
+      (data.activeLines[f] || []).forEach(function (n) { active[n] = true; });
+      var numbers = rec.lines.map(function (r) { return r.lineno; });
+      if (src) for (var n = 1; n <= src.length; n++) if (!byLine[n]) numbers.push(n);
+      numbers.sort(function (a, b) { return a - b; });
+      var rows = numbers.map(function (n) { return byLine[n] || { lineno: n, cpu_python_s: 0, cpu_native_s: 0, cpu_system_s: 0, wait_s: 0, samples: 0 }; });
+      var sec = el("section", "file");
+      var fileTime = rec.lines.reduce(function (s, r) { return s + total(r); }, 0);
+      var h3 = el("h3", null, f);
+      h3.appendChild(el("span", "sub", PL.fmtPercent(share(fileTime)) + " of sampled time" +
+        (hasMem ? ", net " + PL.fmtBytes(rec.lines.reduce(function (s, r) { return s + (r.net_bytes || 0); }, 0), true) : "")));
+      sec.appendChild(h3);
+      if (!src) sec.appendChild(el("p", "note", "source not available: " + (data.sourceErrors[f] || "unknown")));
+      var bar = el("div", "toolbar"), lab = el("label"), box = el("input");
+      box.type = "checkbox"; box.checked = !!S.reduced;
+      lab.appendChild(box);
+      lab.appendChild(document.createTextNode(" only lines with activity (\u2265 " + S.cpuPercentThreshold + "% of time" +
+        (hasMem ? " or \u2265 " + PL.fmtBytes(S.mallocThresholdBytes) + " allocated" : "") + ")"));
+      bar.appendChild(lab);
+      bar.appendChild(el("span", null, "click a column header to sort"));
+      sec.appendChild(bar);
+      var cols = [{ label: "line", cls: "lineno", asc: true, value: function (r) { return r.lineno; }, show: function (r) { return r.lineno || "?"; } }]
+        .concat(timeColumns(), memoryColumns(true),
+                [{ label: "source", text: true, cls: "src", nosort: true, value: function (r) { return r.lineno === 0 ? "(line unknown)" : sourceLine(f, r.lineno); } }]);
+      var t = table(cols, rows, function (r, tr) {
+        tr.id = lineAnchor(f, r.lineno);
+        var key = f + "\u0000" + r.lineno, p = share(total(r));
+        if (p >= S.hotPercent) tr.classList.add("hot");
+        if (held[key] !== undefined) tr.classList.add("peak");
+        if (leaky[key]) tr.classList.add("leak");
+        if (!active[r.lineno]) tr.classList.add("idle");
+      });
+      t.table.classList.add("lines");
+      function applyFilter() { t.items.forEach(function (it) { it.tr.hidden = box.checked && !active[it.row.lineno]; }); }
+      box.addEventListener("change", applyFilter);
+      applyFilter();
+      var wrap = el("div", "table-wrap");
+      wrap.appendChild(t.table);
+      sec.appendChild(wrap);
+      list.appendChild(sec);
+    });
+    if (!ranked.length) list.appendChild(el("p", "note", "No reported file was sampled."));
+  }
+
+  /* -- functions --------------------------------------------------------------------------- */
+  function functions() {
+    var rows = [];
+    fileNames.forEach(function (f) { P.files[f].functions.forEach(function (fn) { rows.push({ f: f, fn: fn }); }); });
+    var wrap = document.querySelector("#functions .table-wrap");
+    if (!rows.length) { wrap.appendChild(el("p", "note", "No functions were sampled.")); return; }
+    var lift = function (c) {
+      return { label: c.label, title: c.title, group: c.group, text: c.text, asc: c.asc, nosort: c.nosort,
+               value: function (x) { return c.value(x.fn); }, show: c.show ? function (x) { return c.show(x.fn); } : null,
+               tip: c.tip ? function (x) { return c.tip(x.fn); } : null };
+    };
+    var cols = [
+      { label: "function", text: true, asc: true, value: function (x) { return x.fn.name; } },
+      { label: "file", text: true, asc: true, value: function (x) { return place(x.f, x.fn.lineno); }, show: function (x) { return linkTo(x.f, x.fn.lineno); } },
+      { label: "inclusive", group: "Time", value: function (x) { return share(x.fn.inclusive_s) || null; }, show: function (x) { return PL.fmtPercent(share(x.fn.inclusive_s)); } },
+      { label: "self", group: "Time", value: function (x) { return share(x.fn.self_s) || null; }, show: function (x) { return PL.fmtPercent(share(x.fn.self_s)); } }
+    ].concat(timeColumns().slice(1).map(lift), memoryColumns(false).map(lift));
+    var t = table(cols, rows);
+    t.sortBy(2, true);
+    wrap.appendChild(t.table);
+  }
+
+  function flame() {
+    var graph = document.getElementById("flame-graph"), bar = el("div", "toolbar"), lab = el("label"), box = el("input");
+    box.type = "checkbox"; box.checked = true; box.id = "fold-library";
+    lab.appendChild(box);
+    lab.appendChild(document.createTextNode(" fold library frames (the profiler's runner, the stdlib, packages)"));
+    bar.appendChild(lab);
+    graph.parentNode.insertBefore(bar, graph);
+    var fg = PL.flameGraph(graph, P, threadNames, true);
+    box.addEventListener("change", function () { fg.redraw(box.checked); });
+  }
+
+  function footer() {
+    var f = document.getElementById("footer");
+    f.textContent = "peakline " + S.version + " \u00b7 Python " + P.python_version + " \u00b7 " + P.platform +
+      " \u00b7 started " + P.started_at + " \u00b7 pid " + P.pid +
+      " \u00b7 time columns are shares of all sampled time (CPU + wait); memory per line is a sampled estimate, the peak is exact.";
+  }
+
+  summary();
+  memory();
+  files();
+  functions();
+  flame();
+  footer();
+})();
