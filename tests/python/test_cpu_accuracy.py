@@ -73,8 +73,9 @@ def test_threads_are_sampled_by_their_own_cpu_time(tmp_path, mode):
     funcs = {f["name"]: f for f in profile["files"][str(PROGRAMS / "threads_421.py")]["functions"]}
     measured = {name: cpu_s(funcs[name]) for name in ("weight4", "weight2", "weight1")}
     for name, true_s in truth.items():
-        # One sampling interval of tail per thread, plus 5%.
-        assert measured[name] == pytest.approx(true_s, abs=0.01 + 0.05 * true_s), (name, measured, truth)
+        # The CPU after a thread's last sample is not seen: one interval (10 ms), two when a
+        # loaded machine delays the tick-driven timer expiry; plus 5%.
+        assert measured[name] == pytest.approx(true_s, abs=0.02 + 0.05 * true_s), (name, measured, truth)
     total = sum(measured.values())
     for name, share in (("weight4", 4 / 7), ("weight2", 2 / 7), ("weight1", 1 / 7)):
         assert measured[name] / total == pytest.approx(share, abs=0.03), (measured, truth)

@@ -26,7 +26,7 @@ StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max) {
       continue;
     }
     auto* code = reinterpret_cast<PyCodeObject*>(code_obj);
-    const uint16_t* first = reinterpret_cast<const uint16_t*>(_PyCode_CODE(code));
+    const uint16_t* first = reinterpret_cast<const uint16_t*>(code->co_code_adaptive);
     const Py_ssize_t ncodeunits = Py_SIZE(code);
     const uint16_t* instr = cpython::FrameInstr(f);
     const std::ptrdiff_t lasti = instr - first;

@@ -89,7 +89,9 @@ void GpuAggregator::OnTick(int64_t now_ns, const std::function<uint32_t()>& main
     stats_.busy_ns += busy;
     stats_.util_observed_ns += dt * util_devices_;
   }
-  const int64_t held = nvml_bytes_ >= 0 ? nvml_bytes_ : torch ? torch_reserved : -1;
+  // The process holds at least what PyTorch reserved, whatever NVML says (sandboxes such as
+  // gVisor may list no process at all).
+  const int64_t held = std::max(nvml_bytes_, torch ? torch_reserved : int64_t{-1});
   if (held >= 0) stats_.peak_bytes = std::max(stats_.peak_bytes, held);
 
   // The tracked series: PyTorch's allocated bytes once it is on CUDA (allocated was 0 before

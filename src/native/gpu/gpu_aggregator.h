@@ -8,7 +8,8 @@
 //     on the lines that wait for the GPU (synchronisation points: .item(), .cpu(), printing a
 //     tensor, cudaDeviceSynchronize) and on whatever the CPU runs meanwhile. docs/gpu.md.
 //   * gpu_peak_bytes = max(GPU memory the process held during the tick): NVML's per-process
-//     figure (device-wide where that is unknown), else PyTorch's reserved bytes.
+//     figure (device-wide where that is unknown) or PyTorch's reserved bytes, whichever is
+//     larger.
 //   * the change of the "tracked" GPU memory since the last tick: PyTorch's allocated bytes
 //     (torch.cuda.memory_allocated over all devices) once PyTorch has initialised CUDA, else the
 //     NVML figure. Increases add to gpu_alloc_bytes; every change adds to gpu_net_bytes. Peak

@@ -29,6 +29,12 @@ const char* GpuQueryName(GpuQuery query) {
   return "?";
 }
 
+bool ProcessVisible(unsigned pid) {
+  char path[32];
+  std::snprintf(path, sizeof(path), "/proc/%u", pid);
+  return access(path, F_OK) == 0;
+}
+
 bool InNestedPidNamespace() {
   FILE* f = std::fopen("/proc/self/status", "r");
   if (f == nullptr) return false;
@@ -120,7 +126,8 @@ GpuReading NvmlPoller::Read() {
 
   // Per-process memory, and which devices this process uses.
   std::vector<bool> own(n, false);
-  bool any_own = false, own_unknown = false, foreign = false, processes_failed = false;
+  bool any_own = false, own_unknown = false, foreign = false, foreign_unseen = false;
+  bool processes_failed = false;
   int64_t own_bytes = 0;
   for (size_t d = 0; d < n; ++d) {
     if (int rc = library_->ComputeProcesses(devices[d], &processes_); rc != kNvmlSuccess) {
@@ -131,6 +138,7 @@ GpuReading NvmlPoller::Read() {
     for (const NvmlProcessInfoV2& p : processes_) {
       if (static_cast<pid_t>(p.pid) != pid_) {
         foreign = true;
+        if (!foreign_unseen) foreign_unseen = !ProcessVisible(p.pid);
         continue;
       }
       own[d] = any_own = true;
@@ -156,7 +164,10 @@ GpuReading NvmlPoller::Read() {
   }
   if (r.util_devices > 0) r.util_pct = static_cast<int32_t>(util);
 
-  const bool container_mismatch = !any_own && foreign && pid_namespace_;
+  // No entry for us while other PIDs are listed: either we have no CUDA context yet, or the
+  // driver speaks another PID namespace's language (containers, sandboxes). The latter when we
+  // live in a nested namespace, or when a listed PID is not a process we can see at all.
+  const bool container_mismatch = !any_own && foreign && (pid_namespace_ || foreign_unseen);
   if (!processes_failed && !own_unknown && !container_mismatch) {
     r.memory_bytes = own_bytes;  // 0 when we have no CUDA context (yet)
     r.memory_source = MemorySource::kProcess;

@@ -13,8 +13,9 @@
 //     per-process figure is unknown (the query fails, usedGpuMemory is NOT_AVAILABLE, or the
 //     driver lists only foreign PIDs while we live in a PID namespace: containers see host PIDs,
 //     nvidia-docker#1483) the device-wide used memory of nvmlDeviceGetMemoryInfo stands in,
-//     marked MemorySource::kDevice (it includes other processes). Outside a PID namespace an
-//     absent entry means "no CUDA context yet": 0 bytes, kProcess.
+//     marked MemorySource::kDevice (it includes other processes). An absent entry means "no
+//     CUDA context yet" (0 bytes, kProcess) unless the listed PIDs look foreign: we are in a
+//     nested PID namespace, or a listed PID is no process visible to us.
 // Every NVML error makes only its own column unknown for that reading (-1 / kNone) and is
 // counted per (column, code); a lost GPU or a driver unloaded mid-run never stops the program.
 //
@@ -121,6 +122,8 @@ class NvmlPoller {
 // True when this process lives in a nested PID namespace (the last "NSpid:" line of
 // /proc/self/status lists more than one id): NVML then reports PIDs we cannot match.
 bool InNestedPidNamespace();
+// /proc/<pid> exists: a process of our PID namespace.
+bool ProcessVisible(unsigned pid);
 
 }  // namespace peakline::gpu
 

@@ -214,6 +214,11 @@ _MEMORY_FIELDS = (_optional("alloc_python_bytes", _count), _optional("alloc_nati
                   _optional("free_bytes", _count), _optional("net_bytes", _int),
                   _optional("live_at_peak_bytes", _int))
 
+# Per-line GPU fields (docs/profile-format.md, "GPU").
+_GPU_LINE_FIELDS = (_optional("gpu_util_s", _seconds), _optional("gpu_peak_bytes", _count),
+                    _optional("gpu_alloc_bytes", _count), _optional("gpu_net_bytes", _int),
+                    _optional("gpu_live_at_peak_bytes", _int))
+
 # ---- records ------------------------------------------------------------------------------
 
 class _Record:
@@ -307,12 +312,19 @@ class LineRecord(_Record, _CategoryTimes):
     leak_rate_bytes_s: float | None = None
     copy_bytes: int | None = None
     copy_mb_s: float | None = None
+    # GPU (present when a GPU was measured; docs/gpu.md).
+    gpu_util_s: float | None = None
+    gpu_peak_bytes: int | None = None
+    gpu_alloc_bytes: int | None = None
+    gpu_net_bytes: int | None = None
+    gpu_live_at_peak_bytes: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("lineno", _count), *_category_fields(), _Field("samples", _count),
                *_MEMORY_FIELDS, _optional("timeline", _timeline),
                _optional("leak_likelihood", _fraction), _optional("leak_rate_bytes_s", _signed),
-               _optional("copy_bytes", _count), _optional("copy_mb_s", _seconds))
+               _optional("copy_bytes", _count), _optional("copy_mb_s", _seconds),
+               *_GPU_LINE_FIELDS)
 
     @property
     def alloc_bytes(self) -> int:
@@ -491,6 +503,43 @@ class Memory(_Record):
                                              "not_sampled_events", "unattributed_alloc_bytes")))
 
 
+def _one_of(*choices: str) -> Checker:
+    def check(value: Any, where: str) -> str:
+        if value not in choices:
+            raise _Invalid(where, f"expected one of {', '.join(choices)}, got {_show(value)}")
+        return value
+    return check
+
+
+@dataclass
+class Gpu(_Record):
+    """The GPU as measured for the whole run (docs/gpu.md); absent when none was measured."""
+
+    device_name: str | None = None
+    devices: list[str] = field(default_factory=list)
+    peak_bytes: int | None = None
+    util_mean_pct: float | None = None
+    util_s: float | None = None
+    memory_source: str | None = None
+    alloc_source: str | None = None
+    poll_interval_s: float = 0.0
+    readings: int = 0
+    unavailable: list[str] = field(default_factory=list)
+    torch: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (_Field("device_name", _nullable(_str)), _Field("devices", _list_of(_str), list),
+               _Field("peak_bytes", _nullable(_count)), _Field("util_mean_pct", _nullable(_seconds)),
+               _Field("util_s", _nullable(_seconds)),
+               _Field("memory_source", _nullable(_one_of("process", "device", "torch_reserved"))),
+               _Field("alloc_source", _nullable(_one_of("torch_history", "torch_ticks",
+                                                        "nvml_ticks"))),
+               _Field("poll_interval_s", _seconds), _Field("readings", _count),
+               _Field("unavailable", _list_of(_str), list),
+               _optional("torch", lambda v, w: {k: _count(x, _at(w, k))
+                                                for k, x in _object(v, w).items()}))
+
+
 def _files_checker(value: Any, where: str) -> dict[str, FileRecord]:
     files = {}
     for name, record in _object(value, where).items():
@@ -522,6 +571,7 @@ class Profile(_Record):
     peak_rss_bytes: int | None = None
     timeline: list | None = None
     memory: Memory | None = None
+    gpu: Gpu | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (
@@ -536,6 +586,7 @@ class Profile(_Record):
         _optional("peak_bytes", _int), _optional("peak_rss_bytes", _count),
         _optional("timeline", _timeline),
         _Field("memory", Memory._from_json, lambda m: m.to_dict(), required=False),
+        _Field("gpu", Gpu._from_json, lambda g: g.to_dict(), required=False),
     )
 
     @property
