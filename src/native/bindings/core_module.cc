@@ -126,4 +126,5 @@ NB_MODULE(_core, m) {
   m.def("stop", &Stop);
   m.def("active", &peakline::engine::ProfilerActive);
   m.def("collect", &Collect);
+  m.def("reset_after_fork", &peakline::engine::ResetAfterForkInChild);
 }

@@ -134,6 +134,7 @@ void Aggregator::Tick(bool measure_wait) {
       return table_.StackIndex(config_.main_tid, main_stack_.data(), main_stack_.size());
     });
   }
+  resolver_.ClearDead();
 }
 
 void Aggregator::RegisterPythonThreads() {
@@ -288,6 +289,10 @@ void Aggregator::MainThreadStack(std::vector<uint32_t>* out) {
 void Aggregator::ResolveFrames(const RawFrame* frames, int n, std::vector<uint32_t>* out) {
   out->clear();
   for (int i = 0; i < n; ++i) {
+    if (resolver_.IsDead(frames[i].code)) {
+      ++stats_.invalid_frames;
+      continue;
+    }
     out->push_back(resolver_.Resolve(const_cast<PyObject*>(static_cast<const PyObject*>(frames[i].code)),
                                      frames[i].lasti));
   }

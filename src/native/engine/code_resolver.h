@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "profile/stack_table.h"
 
@@ -28,8 +29,17 @@ class CodeResolver {
 
   // Frame id of (code, lasti). code must be a live code object (GIL held).
   uint32_t Resolve(PyObject* code, int32_t lasti);
-  // Forget everything about code (called from the deallocation hook).
-  void Forget(const void* code) { codes_.erase(code); }
+  // Forget everything about code (called from the deallocation hook). Until the next
+  // ClearDead(), the address counts as dead: a frame captured while the code object was
+  // being torn down (an allocation inside its frame's cleanup) must not be resolved.
+  void Forget(const void* code) {
+    codes_.erase(code);
+    dead_.insert(code);
+  }
+  bool IsDead(const void* code) const { return !dead_.empty() && dead_.count(code) != 0; }
+  // Called after every drain: events captured before a death were resolved by the drain the
+  // deallocation hook ran first; later ones are gone now.
+  void ClearDead() { dead_.clear(); }
 
  private:
   struct CodeInfo {
@@ -40,6 +50,7 @@ class CodeResolver {
   };
   profile::StackTable* table_;
   std::unordered_map<const void*, CodeInfo> codes_;
+  std::unordered_set<const void*> dead_;
 };
 
 // Installs `before_free` to run (GIL held) just before any code object is deallocated.

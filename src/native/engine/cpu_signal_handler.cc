@@ -106,6 +106,8 @@ void WaitForCpuHandlersIdle() {
   while (g_in_flight.load(std::memory_order_seq_cst) != 0) sched_yield();
 }
 
+void ResetCpuHandlersAfterFork() { g_in_flight.store(0, std::memory_order_relaxed); }
+
 void SetCpuSamplingEnabled(bool enabled) { g_enabled.store(enabled, std::memory_order_seq_cst); }
 
 }  // namespace peakline::engine

@@ -31,6 +31,10 @@ void SetCpuSamplingEnabled(bool enabled);
 // Spins until no handler invocation is running (call after SetCpuSamplingEnabled(false)).
 void WaitForCpuHandlersIdle();
 
+// Fork child only: handler invocations that were running on other threads at fork time
+// will never finish here; forget them so WaitForCpuHandlersIdle does not spin forever.
+void ResetCpuHandlersAfterFork();
+
 // The signal peakline uses: a real-time signal, so that programs' own SIGPROF/SIGALRM
 // handlers are untouched and each timer's expiries are counted, never merged silently.
 int CpuSamplingSignal();

@@ -71,6 +71,10 @@ void MemoryAggregator::Process(const memory::MemoryEvent& ev, const RawFrame* fr
   }
   ids_.clear();
   for (int i = 0; i < ev.nframes; ++i) {
+    if (resolver_->IsDead(frames[i].code)) {
+      ++invalid_events_;
+      continue;
+    }
     ids_.push_back(resolver_->Resolve(const_cast<PyObject*>(static_cast<const PyObject*>(frames[i].code)),
                                       frames[i].lasti));
   }

@@ -37,7 +37,7 @@ void CapturePythonStack(uintptr_t pc, RawFrame* frames, int max_frames, SampleHe
     header->kind = SampleKind::kNoThread;
     return;
   }
-  const StackRead r = ReadPythonStack(ts, frames, max_frames);
+  const StackRead r = ReadPythonStack(ts, frames, max_frames, /*racy_top=*/true);
   header->nframes = static_cast<uint16_t>(r.nframes);
   header->invalid_frames = r.invalid;
   if (r.truncated) header->flags |= kFlagTruncated;
@@ -165,6 +165,21 @@ std::string StopProfiler() {
 
 bool ProfilerActive() { return g_session != nullptr; }
 
+void ResetAfterForkInChild() {
+  SetCpuSamplingEnabled(false);
+  ResetCpuHandlersAfterFork();
+  if (g_session == nullptr) return;
+  if (g_memory_on) {
+    hooks::UninstallPyMemHooks();
+    hooks::StopMemoryHooks();
+    hooks::ForgetEventRingAfterFork();
+    g_memory_on = false;
+  }
+  UninstallCodeDeallocHook();
+  g_session = nullptr;   // leaked on purpose, see the header
+  g_finished = nullptr;
+}
+
 Snapshot CollectProfile() {
   Snapshot snap;
   if (!g_finished) return snap;
@@ -257,7 +272,10 @@ Snapshot CollectProfile() {
                 {"ticks", s.ticks},
                 {"timer_errors", s.timer_errors},
                 {"cpu_interval_ns", g_finished->config().cpu_interval_ns},
-                {"tick_interval_ns", g_finished->config().tick_ns}};
+                {"tick_interval_ns", g_finished->config().tick_ns},
+                // The session's time zero on CLOCK_MONOTONIC: every *_ns time above and the
+                // memory timeline count from here (Python aligns phase intervals with it).
+                {"start_monotonic_ns", g_finished->config().start_ns}};
   return snap;
 }
 

@@ -78,6 +78,13 @@ struct Snapshot {
 // Stops sampling and drains everything still queued. Returns "" or a reason.
 [[nodiscard]] std::string StopProfiler();
 bool ProfilerActive();
+// Fork child only: called first thing after fork (os.register_at_fork(after_in_child=...)),
+// GIL held, the only thread. The parent's session is still in this copy of memory but its
+// aggregator thread and CPU timers are not: forget it (leaked, never destroyed: its
+// std::thread is joinable and its mutexes may have been held by threads that are gone), take
+// the memory hooks out and reset the fork-unsafe shared state, so that StartProfiler works
+// again in the child. A no-op when nothing was profiling.
+void ResetAfterForkInChild();
 // The data of the last stopped session (empty if none).
 Snapshot CollectProfile();
 

@@ -1,13 +1,80 @@
 #include "engine/python_frames.h"
 
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <cstddef>
+#include <cstring>
 
 namespace peakline::engine {
 
-StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max) {
+namespace {
+
+// Copies n bytes at addr into out through the kernel: an unmapped address fails with EFAULT
+// instead of a SIGSEGV. Async-signal-safe (one system call, ~0.3 us).
+bool SafeRead(const void* addr, void* out, size_t n) {
+  iovec local{out, n};
+  iovec remote{const_cast<void*>(addr), n};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+}
+
+// The innermost frame can be mid-teardown when a signal interrupts the thread: CPython pops
+// a frame (and may munmap its data-stack chunk, and drop the last reference to its code
+// object) *before* it moves current_frame to the caller. Everything read from that frame is
+// therefore copied with SafeRead; frames below it are live and read directly.
+struct TopFrameCopy {
+  cpython::InterpreterFrame frame;
+  PyObject code_head;            // ob_refcnt, ob_type
+  Py_ssize_t ncodeunits;
+};
+
+bool CopyTopFrame(const cpython::InterpreterFrame* f, TopFrameCopy* copy) {
+  if (!SafeRead(f, &copy->frame, sizeof(copy->frame))) return false;
+  PyObject* code = cpython::FrameCode(&copy->frame);
+  if (code == nullptr) return false;
+  PyVarObject head;
+  if (!SafeRead(code, &head, sizeof(head))) return false;
+  copy->code_head = head.ob_base;
+  copy->ncodeunits = head.ob_size;
+  return true;
+}
+
+}  // namespace
+
+StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max, bool racy_top) {
   StackRead r;
   if (ts == nullptr) return r;
   const cpython::InterpreterFrame* f = cpython::CurrentFrame(ts);
+  if (racy_top && f != nullptr) {
+    TopFrameCopy top;
+    if (!CopyTopFrame(f, &top)) {
+      ++r.invalid;
+      return r;
+    }
+    PyObject* code_obj = cpython::FrameCode(&top.frame);
+    const cpython::InterpreterFrame* prev = top.frame.previous;
+    if (top.frame.owner != cpython::kOwnedByCStack) {
+      if (top.code_head.ob_type != &PyCode_Type) {
+        ++r.invalid;
+      } else {
+        auto* code = reinterpret_cast<PyCodeObject*>(code_obj);
+        const uint16_t* first = reinterpret_cast<const uint16_t*>(code->co_code_adaptive);
+        const uint16_t* instr = cpython::FrameInstr(&top.frame);
+        const std::ptrdiff_t lasti = instr - first;
+        if (lasti < -1 || lasti >= top.ncodeunits) {
+          ++r.invalid;
+        } else {
+          uint8_t opcode = 0;
+          if (lasti >= 0 && SafeRead(instr, &opcode, 1)) r.top_opcode = opcode;
+          if (max > 0) {
+            out[0] = RawFrame{code_obj, static_cast<int32_t>(lasti), 0};
+            r.nframes = 1;
+          }
+        }
+      }
+    }
+    f = prev;
+  }
   int guard = 0;
   while (f != nullptr) {
     if (++guard > 4096 || (reinterpret_cast<uintptr_t>(f) & (alignof(void*) - 1)) != 0) {
@@ -35,7 +102,7 @@ StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max) {
       f = prev;
       continue;
     }
-    if (r.nframes == 0 && lasti >= 0) {
+    if (r.nframes == 0 && lasti >= 0 && !racy_top) {
       r.top_opcode = static_cast<int>(*reinterpret_cast<const uint8_t*>(instr));
     }
     if (r.nframes >= max) {

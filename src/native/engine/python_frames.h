@@ -101,8 +101,10 @@ struct StackRead {
 
 // Reads thread state ts's frames, leaf first, into out (at most max). Async-signal-safe when
 // called on the thread that owns ts; safe for another thread's ts only while the caller holds
-// the GIL (the owner then cannot push or pop frames).
-StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max);
+// the GIL (the owner then cannot push or pop frames). racy_top: the thread may have been
+// interrupted anywhere (a signal handler): the innermost frame is read through
+// process_vm_readv, because it may be being popped and its memory unmapped.
+StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max, bool racy_top = false);
 
 // Compares ReadPythonStack with the public API on the calling thread (GIL held). Returns
 // nullptr when the mirror agrees, else a static message saying what disagreed.

@@ -31,6 +31,8 @@ struct HookThreadState {
   int32_t python_depth;  // inside a PyMem/PyObject call: underlying malloc/mmap not sampled
   bool internal;         // a peakline thread: nothing counted
   int32_t tid;           // cached kernel thread id (0 = unknown)
+  uint32_t session;      // the session whose samplers and delta this state holds
+  bool exit_flush;       // a thread-exit destructor will flush `delta`
   int64_t delta;         // unflushed live-bytes change
   int64_t pending_peak;  // a new peak reached inside a Python-domain call, not yet announced
   int64_t pending_peak_time_ns;
@@ -76,6 +78,9 @@ memory::HeapCounters g_heap;
 SymbolPatcher* g_patcher = nullptr;
 std::atomic<uint64_t> g_alloc_samples{0}, g_free_samples{0}, g_copy_samples{0}, g_untracked{0};
 std::atomic<uint64_t> g_seed{0x9E3779B97F4A7C15ULL};
+std::atomic<uint32_t> g_session{0};  // incremented by every StartMemoryHooks
+pthread_key_t g_exit_key;            // its destructor flushes an exiting thread's delta
+bool g_exit_key_ok = false;
 
 // Anonymous mappings: address -> length, so munmap subtracts what mmap added (file mappings
 // are not heap). Same windowed open addressing as the sampled-pointer table.
@@ -83,7 +88,8 @@ class MappingTable {
  public:
   static constexpr size_t kSlots = 1 << 14;
   static constexpr size_t kWindow = 32;
-  void Insert(uintptr_t addr, size_t len) {
+  // Returns false when the window is full (the mapping is then not tracked at all).
+  bool Insert(uintptr_t addr, size_t len) {
     const size_t start = Hash(addr);
     for (size_t i = 0; i < kWindow; ++i) {
       uintptr_t v = keys_[start + i].load(std::memory_order_relaxed);
@@ -91,10 +97,11 @@ class MappingTable {
         if (keys_[start + i].compare_exchange_weak(v, 1, std::memory_order_acquire)) {
           lens_[start + i].store(len, std::memory_order_relaxed);
           keys_[start + i].store(addr, std::memory_order_release);
-          return;
+          return true;
         }
       }
     }
+    return false;
   }
   // Removes addr and returns its length, or 0 if unknown.
   size_t Take(uintptr_t addr) {
@@ -143,6 +150,29 @@ void InitSamplers(HookThreadState& s) {
   s.copy.Init(seed ^ 0x94D049BB133111EBULL, g_copy_mean);
 }
 
+void OnThreadExit(void*);
+
+// First counted call of this thread in this session: fresh samplers at this session's
+// intervals, no residue from an earlier session, and a destructor that flushes the delta
+// when the thread exits (else up to 64 KiB per short-lived thread would be lost).
+void EnsureSession(HookThreadState& s) {
+  const uint32_t session = g_session.load(std::memory_order_relaxed);
+  if (__builtin_expect(s.session == session, 1)) return;
+  s.session = session;
+  s.delta = 0;
+  s.pending_peak = 0;
+  InitSamplers(s);
+}
+
+// Arms the thread-exit flush. Re-armed after it ran, so that frees made by other exit-time
+// destructors are flushed too (glibc repeats key destructors while values are set). Keys
+// below PTHREAD_KEY_2NDLEVEL_SIZE need no allocation; libc's own malloc calls are not hooked.
+inline void ArmExitFlush(HookThreadState& s) {
+  if (__builtin_expect(!s.exit_flush, 0) && g_exit_key_ok) {
+    s.exit_flush = pthread_setspecific(g_exit_key, reinterpret_cast<void*>(1)) == 0;
+  }
+}
+
 void PushEvent(HookThreadState& s, MemoryEventType type, uint8_t domain, uintptr_t address,
                int64_t size, int64_t weight, int64_t time_ns, bool with_stack) {
   MemoryEvent ev{type, domain, 0, Tid(s), address, size, weight, time_ns};
@@ -169,8 +199,20 @@ void FlushDelta(HookThreadState& s) {
   }
 }
 
+void OnThreadExit(void*) {
+  HookThreadState& s = t_state;
+  s.exit_flush = false;
+  if (s.delta != 0 && s.session == g_session.load(std::memory_order_relaxed) &&
+      g_counting.load(std::memory_order_relaxed)) {
+    BusyScope busy(s);
+    FlushDelta(s);
+  }
+}
+
 // Exact accounting of a block of `bytes` (negative for a free).
 inline void Account(HookThreadState& s, int64_t bytes) {
+  EnsureSession(s);
+  ArmExitFlush(s);
   s.delta += bytes;
   if (s.delta >= memory::kFlushBytes || s.delta <= -memory::kFlushBytes ||
       bytes >= memory::kFlushBytes || bytes <= -memory::kFlushBytes) {
@@ -180,7 +222,7 @@ inline void Account(HookThreadState& s, int64_t bytes) {
 
 // Sampling of a new block (requested size).
 void SampleAlloc(HookThreadState& s, void* ptr, size_t size, uint8_t domain) {
-  if (s.alloc.rng == 0) InitSamplers(s);
+  EnsureSession(s);
   if (!s.alloc.Record(static_cast<int64_t>(size), g_alloc_mean)) return;
   if (!g_sampled->Insert(reinterpret_cast<uintptr_t>(ptr))) {
     g_untracked.fetch_add(1, std::memory_order_relaxed);
@@ -219,10 +261,9 @@ inline void OnNativeFree(void* ptr) {
 inline void OnCopy(size_t n) {
   HookThreadState& s = t_state;
   if (!g_copies.load(std::memory_order_relaxed) || !Counting(s)) return;
-  if (s.copy.rng == 0) {
+  if (__builtin_expect(s.session != g_session.load(std::memory_order_relaxed), 0)) {
     BusyScope busy(s);
-    InitSamplers(s);
-    return;
+    EnsureSession(s);
   }
   if (__builtin_expect(!s.copy.Record(static_cast<int64_t>(n), g_copy_mean), 1)) return;
   BusyScope busy(s);
@@ -306,7 +347,11 @@ void OnMap(void* p, size_t len, int flags) {
   HookThreadState& s = t_state;
   if (p == MAP_FAILED || !(flags & MAP_ANONYMOUS) || !Counting(s)) return;
   BusyScope busy(s);
-  g_mappings->Insert(reinterpret_cast<uintptr_t>(p), len);
+  if (!g_mappings->Insert(reinterpret_cast<uintptr_t>(p), len)) {
+    // Untrackable (its munmap could not be matched): leave it out of the totals entirely.
+    g_untracked.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   if (s.python_depth == 0) SampleAlloc(s, p, len, memory::kDomainNative);
   Account(s, static_cast<int64_t>(len));
 }
@@ -331,7 +376,9 @@ int HookMunmap(void* addr, size_t len) {
       // followed (their bytes stay counted until the mapping's start is unmapped).
       const size_t page = 4096;
       const size_t removed = len < mapped ? ((len + page - 1) & ~(page - 1)) : mapped;
-      if (removed < mapped) g_mappings->Insert(a + removed, mapped - removed);
+      if (removed < mapped && !g_mappings->Insert(a + removed, mapped - removed)) {
+        g_untracked.fetch_add(1, std::memory_order_relaxed);
+      }
       if (s.python_depth == 0) SampleFree(s, addr);
       Account(s, -static_cast<int64_t>(removed));
     }
@@ -392,6 +439,7 @@ bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
   static bool atfork_registered = false;
   if (!atfork_registered) {
     pthread_atfork(nullptr, nullptr, OnForkChild);
+    g_exit_key_ok = pthread_key_create(&g_exit_key, OnThreadExit) == 0;
     atfork_registered = true;
   }
   HookThreadState& s = t_state;
@@ -409,6 +457,7 @@ bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
   g_mappings->Clear();
   g_heap.Reset();
   g_alloc_samples = g_free_samples = g_copy_samples = g_untracked = 0;
+  g_session.fetch_add(1, std::memory_order_relaxed);  // every thread re-initialises lazily
 
   static const Interposition kTable[] = {
       Entry("malloc", &HookMalloc, &g_real.malloc),
@@ -458,6 +507,8 @@ void StopMemoryHooks() {
     s.delta = 0;
   }
 }
+
+void ForgetEventRingAfterFork() { g_ring = nullptr; }
 
 bool MemoryHooksActive() { return g_counting.load(std::memory_order_relaxed); }
 engine::MpscRing* MemoryEventRing() { return g_ring; }

@@ -50,17 +50,21 @@ struct HeapCounters {
     const int64_t now_live = live.fetch_add(delta, std::memory_order_relaxed) + delta;
     *live_out = now_live;
     *now_out = 0;
+    // The time is stored only by the flush whose value won; two racing winners may still
+    // pair a value with a time a few microseconds off, which the timeline tolerates.
     int64_t v = window_max.load(std::memory_order_relaxed);
     if (now_live > v) {
       *now_out = MonotonicNs();
-      while (now_live > v && !window_max.compare_exchange_weak(v, now_live, std::memory_order_relaxed)) {}
-      window_max_time_ns.store(*now_out, std::memory_order_relaxed);
+      bool won = false;
+      while (now_live > v && !(won = window_max.compare_exchange_weak(v, now_live, std::memory_order_relaxed))) {}
+      if (won) window_max_time_ns.store(*now_out, std::memory_order_relaxed);
     }
     v = window_min.load(std::memory_order_relaxed);
     if (now_live < v) {
       if (*now_out == 0) *now_out = MonotonicNs();
-      while (now_live < v && !window_min.compare_exchange_weak(v, now_live, std::memory_order_relaxed)) {}
-      window_min_time_ns.store(*now_out, std::memory_order_relaxed);
+      bool won = false;
+      while (now_live < v && !(won = window_min.compare_exchange_weak(v, now_live, std::memory_order_relaxed))) {}
+      if (won) window_min_time_ns.store(*now_out, std::memory_order_relaxed);
     }
     int64_t p = peak.load(std::memory_order_relaxed);
     if (now_live <= p) return false;
