@@ -68,7 +68,9 @@ def run(target: Target) -> Outcome:
                 sys.path[0] = script_dir
             else:
                 sys.path.insert(0, script_dir)
-            namespace = runpy.run_path(target.script, run_name="__main__")
+            # Like `python script.py` (3.9+): __file__ and co_filename are absolute, argv[0]
+            # stays as given.
+            namespace = runpy.run_path(os.path.abspath(target.script), run_name="__main__")
         else:
             sys.argv = [target.module or "", *target.args]
             if sys.path:
@@ -90,6 +92,18 @@ def run(target: Target) -> Outcome:
 
 
 def _join_non_daemon_threads() -> None:
+    """What the interpreter does when __main__ ends: threading._shutdown runs the callbacks
+    registered with threading._register_atexit (concurrent.futures and joblib/loky stop
+    their executors there, which ends their non-daemon manager threads), then joins the
+    non-daemon threads. Joining without those callbacks would wait forever for such
+    executors. Calling it early is safe: the interpreter's own call at exit returns at once."""
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None and threading.current_thread() is threading.main_thread():
+        try:
+            shutdown()
+            return
+        except KeyboardInterrupt:
+            return
     main = threading.main_thread()
     for thread in threading.enumerate():
         if thread is not main and not thread.daemon and thread.is_alive():

@@ -20,6 +20,7 @@ from typing import Any
 from peakline.errors import ProfilerStateError
 
 DEFAULT_CPU_INTERVAL_S = 0.01
+DEFAULT_MEMORY_INTERVAL_BYTES = 512 * 1024
 # The aggregator wakes this often: it measures off-CPU (wait) time and drains samples.
 TICK_INTERVAL_S = 0.02
 
@@ -32,10 +33,24 @@ class SessionOptions:
     profile_exclude: tuple[str, ...] = ()
     sample_native_threads: bool = True
     memory: bool = True
-    memory_sampling_interval_bytes: int = 512 * 1024
+    memory_sampling_interval_bytes: int = DEFAULT_MEMORY_INTERVAL_BYTES
     copy_sampling_interval_bytes: int = 2 * 1024 * 1024
+    # GPU (docs/gpu.md): None = on when NVML finds a device or PyTorch uses CUDA; False = off.
+    gpu: bool | None = None
     # peakline's own entry points outside the package (the console script), never reported.
     internal_files: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """All fields as plain JSON (children get their parent's options this way)."""
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+                for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SessionOptions:
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        kwargs = {k: tuple(v) if isinstance(v, list) else v
+                  for k, v in data.items() if k in known}
+        return cls(**kwargs)
 
     def as_profile_options(self) -> dict[str, Any]:
         return {
@@ -113,8 +128,38 @@ def _core():
     return _core
 
 
+@dataclasses.dataclass
+class PhaseRecord:
+    """One named phase (``peakline.phase``): times relative to the session's start."""
+
+    name: str
+    depth: int            # 0 for a top-level phase, 1 inside another phase, ...
+    start_s: float
+    end_s: float | None = None
+    cpu_start_s: float = 0.0
+    cpu_s: float | None = None
+
+
+# The running session of this process (at most one: the core allows one at a time). Guarded
+# by the GIL; read by peakline.phase and by the fork handler (peakline.child).
+_current: Session | None = None
+
+
+def current_session() -> Session | None:
+    """The session profiling this process now, or None."""
+    session = _current
+    if session is not None and (session.pid != os.getpid() or not session.running):
+        return None
+    return session
+
+
 class Session:
-    """One profiling session of this process (the core allows one at a time)."""
+    """One profiling session of this process (the core allows one at a time).
+
+    After ``os.fork`` the child inherits this object but not the core's threads and timers:
+    ``abandon_after_fork`` (called by peakline.child's fork handler) marks it dead there, so
+    nothing in the child ever waits for the parent's aggregator thread.
+    """
 
     def __init__(self, options: SessionOptions | None = None, *, program: str = "",
                  argv: list[str] | None = None) -> None:
@@ -123,16 +168,33 @@ class Session:
         self.argv = list(argv if argv is not None else sys.argv)
         self._started_wall: float | None = None
         self._started_mono = 0.0
+        self._start_returned_mono = 0.0
         self._elapsed_s = 0.0
         self._raw: dict[str, Any] | None = None
         self._thread_names = _ThreadNames()
         self._selection = self._file_selection()
+        self._torch_probe = None
+        if self.options.gpu is not False:
+            from peakline.gpu_torch import TorchCudaProbe
+
+            self._torch_probe = TorchCudaProbe()
+        self.pid = os.getpid()
+        self.phases: list[PhaseRecord] = []
+        self._open_phases: list[PhaseRecord] = []
+        self.forked_away = False   # this object was inherited through fork: its core is gone
 
     @property
     def running(self) -> bool:
-        return self._started_wall is not None and self._raw is None
+        return (self._started_wall is not None and self._raw is None
+                and not self.forked_away)
+
+    @property
+    def started_mono(self) -> float:
+        """``time.perf_counter()`` when sampling started (the core's time zero)."""
+        return self._started_mono
 
     def start(self) -> None:
+        global _current
         core = _core()
         if core.active():
             raise ProfilerStateError("peakline is already profiling this process")
@@ -144,20 +206,62 @@ class Session:
             core.start(interval_ns, int(TICK_INTERVAL_S * 1e9), self.options.sample_native_threads,
                        threading.main_thread().native_id or 0, call_opcode_table(),
                        self.options.memory, self.options.memory_sampling_interval_bytes,
-                       self.options.copy_sampling_interval_bytes, self._selection.is_reported)
+                       self.options.copy_sampling_interval_bytes, self._selection.is_reported,
+                       self.options.gpu is not False, self._torch_probe)
         except RuntimeError as exc:
             self._thread_names.uninstall()
             self._started_wall = None
             raise ProfilerStateError(str(exc)) from exc
+        self._start_returned_mono = time.perf_counter()
+        self.pid = os.getpid()
+        _current = self
 
     def stop(self) -> None:
+        global _current
         if not self.running:
             raise ProfilerStateError("this profiling session is not running")
         core = _core()
+        now = time.perf_counter()
+        for phase in reversed(self._open_phases):  # phases still open end with the session
+            self._close_phase(phase, now)
+        self._open_phases.clear()
         core.stop()
         self._thread_names.uninstall()
-        self._elapsed_s = time.perf_counter() - self._started_mono
+        self._elapsed_s = now - self._started_mono
         self._raw = core.collect()
+        if self._torch_probe is not None and self._raw.get("gpu") is not None:
+            self._raw["gpu"]["torch"] = self._torch_probe.finish(self._selection.is_reported)
+        if _current is self:
+            _current = None
+
+    def abandon_after_fork(self) -> None:
+        """In a fork child: this session belongs to the parent; forget it here."""
+        global _current
+        self.forked_away = True
+        self._thread_names.uninstall()
+        if _current is self:
+            _current = None
+
+    # -- phases (peakline.phase) ----------------------------------------------------------
+
+    def begin_phase(self, name: str) -> PhaseRecord:
+        phase = PhaseRecord(name=str(name), depth=len(self._open_phases),
+                            start_s=time.perf_counter() - self._started_mono,
+                            cpu_start_s=time.process_time())
+        self._open_phases.append(phase)
+        self.phases.append(phase)
+        return phase
+
+    def end_phase(self, phase: PhaseRecord) -> None:
+        if phase.end_s is not None or self.forked_away:
+            return
+        self._close_phase(phase, time.perf_counter())
+        if phase in self._open_phases:
+            self._open_phases.remove(phase)
+
+    def _close_phase(self, phase: PhaseRecord, now: float) -> None:
+        phase.end_s = max(phase.start_s, now - self._started_mono)
+        phase.cpu_s = max(0.0, time.process_time() - phase.cpu_start_s)
 
     def _file_selection(self):
         from peakline.model.selection import FileSelection
@@ -166,6 +270,15 @@ class Session:
                              profile_only=list(self.options.profile_only),
                              profile_exclude=list(self.options.profile_exclude),
                              internal_files=self.options.internal_files)
+
+    @property
+    def gpu_unavailable_reason(self) -> str | None:
+        """After stop: why no GPU figures were measured although GPU profiling was on
+        (e.g. "libnvidia-ml.so.1 not loadable: ..."), else None."""
+        gpu = (self._raw or {}).get("gpu")
+        if gpu is None or gpu.get("measured"):
+            return None
+        return gpu.get("unavailable") or "no NVIDIA device and no PyTorch CUDA use"
 
     def profile(self, *, exit_code: int | None = None):
         """Builds the Profile of a stopped session."""
@@ -187,4 +300,18 @@ class Session:
             "thread_names": self._thread_names.snapshot(),
             "peak_rss_bytes": _peak_rss_bytes() if self.options.memory else None,
         }
-        return build_profile(self._raw, meta=meta, selection=self._selection)
+        profile = build_profile(self._raw, meta=meta, selection=self._selection)
+        if self.phases:
+            from peakline.model.phases import phase_fields
+
+            # Phase times count from _started_mono (perf_counter = CLOCK_MONOTONIC on Linux,
+            # taken just before core.start); the core's times count from its own zero a
+            # little later. Align exactly when the core says where its zero was.
+            # Without it, the core's zero is taken as the moment core.start returned (its
+            # zero is set before the hooks are installed, which is most of the start time).
+            core_zero_ns = self._raw.get("stats", {}).get("start_monotonic_ns")
+            shift_s = (core_zero_ns / 1e9 - self._started_mono if core_zero_ns
+                       else self._start_returned_mono - self._started_mono)
+            profile.extra["phases"] = phase_fields(self.phases, profile.timeline,
+                                                   shift_s=shift_s)
+        return profile

@@ -8,6 +8,7 @@ import signal
 import sys
 
 from peakline.errors import UsageError
+from peakline.reporters import VALUE_OPTIONS, Command, add_output_arguments, check_outputs
 from peakline.runner import Outcome, Target
 from peakline.session import DEFAULT_CPU_INTERVAL_S, Session, SessionOptions
 
@@ -21,7 +22,7 @@ and a line-level report is printed to stderr."""
 # one of our options nor its value, so the program's own options pass through untouched.
 _VALUE_OPTIONS = {"--outfile", "-o", "--cpu-sampling-rate", "--profile-only",
                   "--profile-exclude", "--cpu-percent-threshold", "--memory-sampling-interval",
-                  "--malloc-threshold"}
+                  "--malloc-threshold"} | VALUE_OPTIONS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,12 +52,15 @@ def _parser() -> argparse.ArgumentParser:
                         "(accepts K, M, G suffixes; default: 512K). Smaller is more precise "
                         "per line and slower; allocations much larger than this are "
                         "attributed exactly either way")
+    p.add_argument("--gpu", dest="gpu", action="store_true",
+                   help="profile the NVIDIA GPU through NVML (default: on when a device is found)")
+    p.add_argument("--no-gpu", dest="gpu", action="store_false", help="do not profile the GPU")
+    p.set_defaults(gpu=None)
     p.add_argument("--no-report", action="store_true", help="write the profile file only")
-    p.add_argument("--reduced-profile", action="store_true",
-                   help="in the report, show only lines with activity")
-    p.add_argument("--cpu-percent-threshold", type=float, default=1.0, metavar="PCT",
-                   help="in the report, lines under this share of time are hot-filtered "
-                        "(default: 1)")
+    p.add_argument("--no-children", action="store_true",
+                   help="do not profile the Python processes the program starts "
+                        "(by default they are profiled and merged into this report)")
+    add_output_arguments(p, Command.RUN)
     return p
 
 
@@ -131,6 +135,7 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"cannot run {target.script!r}: no such file")
     if not (0.001 <= opts.cpu_sampling_rate <= 1.0):
         raise UsageError("--cpu-sampling-rate must be between 0.001 and 1 second")
+    check_outputs(opts)  # a report that cannot be written fails now, not after the run
 
     options = SessionOptions(
         cpu_sampling_interval_s=opts.cpu_sampling_rate,
@@ -140,45 +145,99 @@ def main(argv: list[str]) -> int:
         internal_files=(os.path.abspath(sys.argv[0]),) if sys.argv and sys.argv[0] else (),
         memory=not opts.cpu_only,
         memory_sampling_interval_bytes=opts.memory_sampling_interval,
+        gpu=opts.gpu,
     )
     outfile = os.path.abspath(opts.outfile or default_outfile(target))
     return _profile_and_run(target, options, outfile, opts)
 
 
 def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts) -> int:
-    from peakline import runner
+    from peakline import child, runner
 
     session = Session(options, program=target.display, argv=[target.display, *target.args])
+    tracker = None if opts.no_children else child.ChildTracker(options)
+    main_pid = os.getpid()
+    written = False
+    writing = False
 
-    def write_and_report(outcome: Outcome) -> None:
+    def write_and_report(outcome: Outcome, *, finishing: bool = True) -> None:
+        nonlocal written, writing
+        if written:
+            return
+        written = writing = True
+        try:
+            _write_and_report(outcome, finishing)
+        finally:
+            writing = False
+
+    def _write_and_report(outcome: Outcome, finishing: bool) -> None:
         if session.running:
             session.stop()
         profile = session.profile(exit_code=outcome.exit_code)
+        if tracker is not None:
+            tracker.uninstall()
+            # On SIGTERM do not wait for joblib's idle workers: the process must die now.
+            children, unfinished = tracker.collect(shutdown_executors=finishing)
+            if children or unfinished:
+                from peakline.model.merge import merge_processes
+                profile = merge_processes(profile, children, unfinished)
         from peakline.model.profile import write_profile
         write_profile(profile, outfile)
-        if not opts.no_report:
-            from peakline.reporters import terminal
-            sys.stdout.flush()
-            terminal.render(profile, sys.stderr, reduced=opts.reduced_profile,
-                            cpu_percent_threshold=opts.cpu_percent_threshold)
+        from peakline.reporters import render_outputs
+        sys.stdout.flush()
+        render_outputs(profile, opts, text_stream=None if opts.no_report else sys.stderr,
+                       strict=False)
         print(f"peakline: profile written to {outfile}", file=sys.stderr)
 
     def on_sigterm(signum, frame):  # noqa: ARG001
         # Unprofiled, SIGTERM kills the process at once (no cleanup runs); we write what was
-        # measured, then die by the same signal.
-        write_and_report(Outcome(128 + signum))
+        # measured, then die by the same signal. A fork child inherits this handler: there it
+        # writes the child's own profile (peakline.child).
+        if os.getpid() == main_pid:
+            if writing:  # the profile is being written: let it finish, then die by signum
+                deferred.append(signum)
+                return
+            write_and_report(Outcome(128 + signum), finishing=False)
+        else:
+            child.finish_forked_child(128 + signum)
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
+    on_sigterm._peakline_handler = True  # type: ignore[attr-defined]
+    deferred: list[int] = []
+
+    def on_os_exit(status: int) -> None:
+        if os.getpid() == main_pid:
+            write_and_report(Outcome(status & 0xFF if isinstance(status, int) else 1),
+                             finishing=False)
+
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, on_sigterm)
+    if tracker is not None:
+        tracker.install()
     session.start()
+    runner.on_os_exit(on_os_exit)
     outcome = runner.run(target)
-    if signal.getsignal(signal.SIGTERM) is on_sigterm:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    runner.remove_os_exit(on_os_exit)
+    if os.getpid() != main_pid:
+        # A child made by os.fork that returned instead of calling os._exit: it ends like the
+        # unprofiled child would, with its own profile handed to the parent.
+        outcome.release()
+        child.finish_forked_child(outcome.exit_code)
+        runner.report_uncaught(outcome)
+        runner.finish(outcome)
+        return outcome.exit_code
     session.stop()
     outcome.release()
+    if opts.gpu and session.gpu_unavailable_reason:
+        print(f"peakline: --gpu: nothing measured ({session.gpu_unavailable_reason})",
+              file=sys.stderr)
     runner.report_uncaught(outcome)
-    write_and_report(outcome)
+    write_and_report(outcome)  # a SIGTERM meanwhile is deferred until the profile is written
+    if signal.getsignal(signal.SIGTERM) is on_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if deferred:
+        signal.signal(deferred[0], signal.SIG_DFL)
+        os.kill(os.getpid(), deferred[0])
     runner.finish(outcome)
     return outcome.exit_code

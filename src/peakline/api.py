@@ -1,0 +1,225 @@
+"""The Python API: profile part of a program from inside it, in an ordinary interpreter.
+
+    with peakline.profile(outfile="fit.json") as p:      # context manager
+        model.fit(X, y)
+    p.profile.peak_bytes
+
+    peakline.start(); ...; profile = peakline.stop()      # explicit
+
+    @peakline.profile                                     # decorator: each call is profiled
+    def train(): ...
+
+    with peakline.phase("fit"): ...                       # named phases inside any profile
+
+CPU and memory both work without a launcher: the core patches the already-loaded libraries'
+allocation functions in place (docs/api.md). One profile at a time per process; children the
+program starts while profiling are profiled and merged (peakline.child).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from peakline.errors import ProfilerStateError
+from peakline.session import (
+    DEFAULT_CPU_INTERVAL_S,
+    DEFAULT_MEMORY_INTERVAL_BYTES,
+    Session,
+    SessionOptions,
+    current_session,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# The API's run in progress; guarded by _lock (start/stop may come from any thread).
+_lock = threading.RLock()
+_active: _Run | None = None
+
+
+class _Run:
+    """One API profiling run: the session, its child tracker, where the profile goes."""
+
+    def __init__(self, options: SessionOptions, *, outfile: str | None, children: bool,
+                 program: str) -> None:
+        self.session = Session(options, program=program, argv=list(sys.argv))
+        self.outfile = os.path.abspath(outfile) if outfile else None
+        self.tracker = None
+        if children:
+            from peakline.child import ChildTracker
+            self.tracker = ChildTracker(options)
+
+    def start(self) -> None:
+        if self.tracker is not None:
+            self.tracker.install()
+        try:
+            self.session.start()
+        except BaseException:
+            if self.tracker is not None:
+                self.tracker.uninstall()
+            raise
+
+    def stop(self):
+        """Stops, builds the Profile (children merged), writes ``outfile`` if set."""
+        if self.session.pid != os.getpid():  # inherited through fork: end the child's own
+            from peakline import child
+            child.finish_forked_child(None)
+            return None
+        self.session.stop()
+        if self.tracker is not None:
+            self.tracker.uninstall()
+        profile = self.session.profile(exit_code=None)
+        if self.tracker is not None:
+            from peakline.model.merge import merge_processes
+
+            children, unfinished = self.tracker.collect()
+            if children or unfinished:
+                profile = merge_processes(profile, children, unfinished)
+        if self.outfile:
+            from peakline.model.profile import write_profile
+
+            write_profile(profile, self.outfile)
+        return profile
+
+
+def _options(cpu_only: bool, cpu_sampling_interval: float, memory_sampling_interval: int,
+             profile_all: bool, profile_only, profile_exclude) -> SessionOptions:
+    if not (0.001 <= cpu_sampling_interval <= 1.0):
+        raise ValueError("cpu_sampling_interval must be between 0.001 and 1 second")
+    if memory_sampling_interval < 1024:
+        raise ValueError("memory_sampling_interval must be at least 1024 bytes")
+    as_tuple = (lambda v: (v,) if isinstance(v, str) else tuple(v or ()))
+    return SessionOptions(cpu_sampling_interval_s=cpu_sampling_interval,
+                          profile_all=profile_all, profile_only=as_tuple(profile_only),
+                          profile_exclude=as_tuple(profile_exclude), memory=not cpu_only,
+                          memory_sampling_interval_bytes=int(memory_sampling_interval))
+
+
+def start(outfile: str | os.PathLike | None = None, *, cpu_only: bool = False,
+          cpu_sampling_interval: float = DEFAULT_CPU_INTERVAL_S,
+          memory_sampling_interval: int = DEFAULT_MEMORY_INTERVAL_BYTES,
+          profile_all: bool = False, profile_only: Any = (), profile_exclude: Any = (),
+          children: bool = True, program: str | None = None) -> None:
+    """Starts profiling this process (CPU and memory unless ``cpu_only``).
+
+    ``outfile``: where ``stop()`` writes the profile file (none if not given).
+    ``memory_sampling_interval``: mean bytes between two memory samples (attribution to lines;
+    totals and the peak are exact either way). ``children``: profile and merge the Python
+    processes started meanwhile. Raises ProfilerStateError if this process is already being
+    profiled (by the API, the CLI or a notebook magic)."""
+    global _active
+    options = _options(cpu_only, cpu_sampling_interval, memory_sampling_interval, profile_all,
+                       profile_only, profile_exclude)
+    with _lock:
+        if _active is not None or current_session() is not None:
+            raise ProfilerStateError("peakline is already profiling this process")
+        run = _Run(options, outfile=os.fspath(outfile) if outfile else None, children=children,
+                   program=program or _program_name())
+        run.start()
+        _active = run
+
+
+def stop():
+    """Stops the profile started by ``start()`` and returns it (a peakline.model.Profile)."""
+    global _active
+    with _lock:
+        run = _active
+        if run is None:
+            raise ProfilerStateError("peakline is not profiling (call peakline.start() first)")
+        _active = None
+        return run.stop()
+
+
+def is_profiling() -> bool:
+    return current_session() is not None
+
+
+def _program_name() -> str:
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    return os.path.basename(path) if path else (sys.argv[0] if sys.argv and sys.argv[0]
+                                                 else "<python>")
+
+
+class Profiler:
+    """What ``peakline.profile(...)`` returns: a context manager and a decorator.
+
+    As a context manager it profiles the block; ``.profile`` holds the Profile afterwards.
+    As a decorator each outermost call of the function is profiled; with no ``outfile`` the
+    terminal report is printed to stderr after the call (``report=False`` to silence).
+    """
+
+    def __init__(self, outfile: str | os.PathLike | None = None, *, report: bool | None = None,
+                 **options: Any) -> None:
+        self.outfile = outfile
+        self.report = report
+        self.options = options
+        self.profile = None
+
+    # -- context manager ------------------------------------------------------------------
+
+    def __enter__(self) -> Profiler:
+        self.profile = None
+        start(self.outfile, **self.options)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.profile = stop()
+        if self.report and self.profile is not None:
+            self.print_report()
+
+    # -- decorator ------------------------------------------------------------------------
+
+    def __call__(self, func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if current_session() is not None:  # nested or recursive: already measured
+                return func(*args, **kwargs)
+            options = dict(self.options)
+            options.setdefault("program", f"{func.__module__}.{func.__qualname__}")
+            start(self.outfile, **options)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.profile = stop()
+                wrapper.last_profile = self.profile  # type: ignore[attr-defined]
+                report = self.report if self.report is not None else self.outfile is None
+                if report and self.profile is not None:
+                    self.print_report()
+        wrapper.last_profile = None  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    def print_report(self, file=None, **kwargs: Any) -> None:
+        from peakline.reporters import terminal
+
+        terminal.render(self.profile, file if file is not None else sys.stderr, **kwargs)
+
+
+def profile(func: Callable | None = None, /, outfile: str | os.PathLike | None = None,
+            **options: Any):
+    """``with peakline.profile(...) as p:``, ``@peakline.profile`` or
+    ``@peakline.profile(outfile=...)``. Options as for ``start()``, plus ``report``."""
+    if func is not None and callable(func) and not isinstance(func, (str, os.PathLike)):
+        return Profiler(outfile, **options)(func)
+    if func is not None:  # profile("out.json") positional outfile
+        outfile = func
+    return Profiler(outfile, **options)
+
+
+@contextlib.contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Names a phase of the profiled program (also usable as a decorator). The profile's
+    ``phases`` list gets its wall interval, CPU time and heap (start, end, net, peak).
+    Without a running profile it does nothing, so instrumented code runs unprofiled too."""
+    session = current_session()
+    record = session.begin_phase(name) if session is not None else None
+    try:
+        yield
+    finally:
+        if record is not None:
+            session.end_phase(record)
