@@ -1,0 +1,129 @@
+"""The tool registry: how each profiler wraps one run of a workload.
+
+Every tool builds an argv from (environment, workload argv, scratch directory). Output files go
+to the scratch directory, which the runner measures (output size) and then deletes, so nothing
+piles up between repetitions. Each tool runs in the mode a user would pick to measure CPU time
+only, at its default sampling interval (listed in `sampling`), so the figures compare what users
+get out of the box.
+
+Adding a tool or a mode (issue 6: peakline full mode, memray, Fil...) is one entry in TOOLS.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import subprocess
+from typing import Callable, Protocol
+
+
+class Env(Protocol):
+    python: str  # the interpreter that runs the workloads
+    bin_dir: pathlib.Path  # where the tools' console scripts live
+
+
+@dataclasses.dataclass(frozen=True)
+class Tool:
+    name: str
+    mode: str
+    sampling: str
+    build: Callable[[Env, list[str], pathlib.Path], list[str]]
+    version: Callable[[Env], str]
+    # Python modules / executables the tool needs in the environment (for --smoke checks).
+    needs_module: str | None = None
+    needs_executable: str | None = None
+
+
+def _run_version(argv: list[str]) -> str:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"unavailable ({error.__class__.__name__})"
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[0].strip() if out.returncode == 0 and text else "unavailable"
+
+
+def _plain(env, args, scratch):
+    return [env.python, *args]
+
+
+def _peakline(env, args, scratch):
+    return [env.python, "-m", "peakline", "run", "--cpu-only", "--no-report",
+            "--outfile", str(scratch / "peakline.json"), *args]
+
+
+def _peakline_full(env, args, scratch):
+    # Everything peakline measures (memory and copy volume too, where built): issue 6's
+    # "full" column. Not in DEFAULT_TOOLS, which is the CPU-only comparison.
+    return [env.python, "-m", "peakline", "run", "--no-report",
+            "--outfile", str(scratch / "peakline.json"), *args]
+
+
+def _scalene_is_v2(env) -> bool:
+    """Scalene 2.x has subcommands (`scalene run ...`); 1.x takes flags directly."""
+    probe = subprocess.run([str(env.bin_dir / "scalene"), "--help"], capture_output=True,
+                           text=True, timeout=60)
+    return "{run,view}" in probe.stdout
+
+
+_scalene_v2_cache: dict[str, bool] = {}
+
+
+def _scalene(env, args, scratch):
+    key = str(env.bin_dir)
+    if key not in _scalene_v2_cache:
+        _scalene_v2_cache[key] = _scalene_is_v2(env)
+    script, *script_args = args
+    separator = ["---", *script_args] if script_args else []
+    if _scalene_v2_cache[key]:
+        return [str(env.bin_dir / "scalene"), "run", "--cpu-only",
+                "-o", str(scratch / "scalene.json"), script, *separator]
+    return [str(env.bin_dir / "scalene"), "--cpu-only", "--cli", "--no-browser",
+            "--outfile", str(scratch / "scalene.txt"), script, *separator]
+
+
+def _py_spy(env, args, scratch):
+    # Default mode (blocking: py-spy pauses the target while it reads each sample).
+    return [str(env.bin_dir / "py-spy"), "record", "--output", str(scratch / "py-spy.svg"),
+            "--", env.python, *args]
+
+
+def _pyinstrument(env, args, scratch):
+    return [str(env.bin_dir / "pyinstrument"), "--outfile", str(scratch / "pyinstrument.txt"),
+            *args]
+
+
+TOOLS = {
+    tool.name: tool
+    for tool in (
+        Tool("plain", "unprofiled", "-", _plain,
+             lambda env: _run_version([env.python, "--version"])),
+        Tool("peakline", "run --cpu-only --no-report", "10 ms of each thread's CPU time",
+             _peakline, lambda env: _run_version([env.python, "-m", "peakline", "--version"]),
+             needs_module="peakline"),
+        Tool("peakline-full", "run --no-report", "defaults", _peakline_full,
+             lambda env: _run_version([env.python, "-m", "peakline", "--version"]),
+             needs_module="peakline"),
+        Tool("scalene", "run --cpu-only", "10 ms (default)", _scalene,
+             lambda env: _run_version([str(env.bin_dir / "scalene"), "--version"]),
+             needs_executable="scalene"),
+        Tool("py-spy", "record (default: blocking)", "100 Hz (default)", _py_spy,
+             lambda env: _run_version([str(env.bin_dir / "py-spy"), "--version"]),
+             needs_executable="py-spy"),
+        Tool("pyinstrument", "default (statistical)", "1 ms (default)", _pyinstrument,
+             lambda env: _run_version([str(env.bin_dir / "pyinstrument"), "--version"]),
+             needs_executable="pyinstrument"),
+    )
+}
+
+DEFAULT_TOOLS = ["plain", "peakline", "scalene", "py-spy", "pyinstrument"]
+SMOKE_TOOLS = ["plain", "peakline"]
+
+
+def by_names(names: list[str]) -> list[Tool]:
+    unknown = [n for n in names if n not in TOOLS]
+    if unknown:
+        raise SystemExit(f"unknown tool(s): {', '.join(unknown)}; known: {', '.join(TOOLS)}")
+    if "plain" not in names:
+        names = ["plain", *names]  # ratios need the baseline
+    return [TOOLS[n] for n in names]

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""CPU-only overhead of peakline and its peers, measured side by side.
+
+    python benchmarks/run_overhead.py            # full run: ~15-25 min, writes docs/benchmarks.md
+    python benchmarks/run_overhead.py --smoke    # seconds: harness check, plain + peakline only
+
+A full run creates benchmarks/.venv on first use (peers: scalene, py-spy, pyinstrument, plus
+numpy, scikit-learn, matplotlib), reinstalls peakline there from this repository, runs every
+workload plain and under every tool, interleaved, --repetitions times, and writes the Markdown
+report, the raw JSON and a PNG chart. --smoke uses the current interpreter's installed peakline
+and writes to benchmarks/results/ unless --report/--json say otherwise. See benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import shlex
+import subprocess
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from harness import environment, report, summary, timing, tools, workloads  # noqa: E402
+
+REPO = environment.REPO_ROOT
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes, 1 repetition, plain + peakline, current interpreter")
+    parser.add_argument("--repetitions", type=int, help="interleaved repetitions (default 5)")
+    parser.add_argument("--warmup", type=int,
+                        help="unrecorded plain runs of each workload first (default 1)")
+    parser.add_argument("--scale", type=float, help="workload size; 1.0 = 2-4 s each (default)")
+    parser.add_argument("--tools", type=_csv,
+                        help=f"comma list from {','.join(tools.TOOLS)} (default: all)")
+    parser.add_argument("--workloads", type=_csv,
+                        help=f"comma list from {','.join(w.name for w in workloads.ALL)}")
+    parser.add_argument("--venv", type=pathlib.Path, default=environment.DEFAULT_VENV,
+                        help="benchmark environment (default benchmarks/.venv)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="interpreter that creates the venv (default: this one)")
+    parser.add_argument("--no-venv", action="store_true",
+                        help="use the current interpreter and its installed tools")
+    parser.add_argument("--recreate-venv", action="store_true", help="delete and rebuild the venv")
+    parser.add_argument("--no-reinstall", action="store_true",
+                        help="keep the peakline already installed in the venv")
+    parser.add_argument("--report", type=pathlib.Path, help="Markdown output")
+    parser.add_argument("--json", type=pathlib.Path, help="raw results output")
+    parser.add_argument("--chart", type=pathlib.Path, help="PNG chart output")
+    parser.add_argument("--no-chart", action="store_true")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    parser.add_argument("--from-json", type=pathlib.Path, metavar="RESULTS",
+                        help="measure nothing: re-render the report (and chart) from saved "
+                             "raw results")
+    args = parser.parse_args(argv)
+    smoke = args.smoke
+    if args.repetitions is None:
+        args.repetitions = 1 if smoke else 5
+    if args.warmup is None:
+        args.warmup = 0 if smoke else 1
+    if args.scale is None:
+        args.scale = 0.02 if smoke else 1.0
+    if args.tools is None:
+        args.tools = tools.SMOKE_TOOLS if smoke else tools.DEFAULT_TOOLS
+    if smoke:
+        args.no_venv = True
+    default_dir = RESULTS if smoke else REPO / "docs"
+    stem = "smoke" if smoke else "benchmarks"
+    args.report = args.report or default_dir / f"{stem}.md"
+    args.json = args.json or (RESULTS / "smoke.json" if smoke
+                              else REPO / "docs" / "benchmarks-overhead.json")
+    args.chart = args.chart or args.report.with_name(f"{stem}-overhead.png")
+    chart_given = any(a == "--chart" or a.startswith("--chart=") for a in argv)
+    if smoke and not chart_given:
+        args.no_chart = True
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    raw = sys.argv[1:] if argv is None else argv
+    args = parse_args(raw)
+    if args.from_json:
+        data = json.loads(args.from_json.read_text())
+        # Recompute the figures from the raw measurements, so summary changes apply.
+        data["summary"] = summary.summarise(
+            [timing.Measurement(**m) for m in data["measurements"]],
+            list(data["workloads"]), list(data["tools"]))
+        return _render(data, args, args.from_json,
+                       environment.current_interpreter() if args.no_venv
+                       else environment.BenchEnv(str(args.venv / "bin" / "python"),
+                                                 args.venv / "bin", args.venv))
+    if args.no_venv:
+        env = environment.current_interpreter()
+    else:
+        env = environment.prepare_venv(args.venv, args.python, recreate=args.recreate_venv,
+                                       reinstall_peakline=not args.no_reinstall)
+    selected_tools = tools.by_names(args.tools)
+    for tool in selected_tools:
+        missing = ((tool.needs_module and subprocess.run(
+            [env.python, "-c", f"import {tool.needs_module}"], capture_output=True).returncode)
+            or (tool.needs_executable and not (env.bin_dir / tool.needs_executable).exists()))
+        if missing:
+            print(f"[bench] {tool.name} is not installed for {env.python}"
+                  + ("" if env.venv_dir else " (install it, or drop --no-venv/--smoke)"),
+                  file=sys.stderr)
+            return 2
+    selected, skipped = [], {}
+    for workload in workloads.by_names(args.workloads):
+        missing = workloads.missing_requirements(workload, env.python)
+        if missing:
+            skipped[workload.name] = missing
+            print(f"[bench] skipping {workload.name}: missing {', '.join(missing)}",
+                  file=sys.stderr)
+        else:
+            selected.append(workload)
+    if not selected:
+        print("[bench] no runnable workloads", file=sys.stderr)
+        return 2
+
+    broken = timing.preflight(env, selected[0], selected_tools, timeout_s=args.timeout)
+    if broken:
+        for name, error in broken.items():
+            print(f"[bench] preflight: {name} fails on a tiny {selected[0].name}: {error}",
+                  file=sys.stderr)
+        print("[bench] fix the install or leave those tools out (--tools ...); nothing measured",
+              file=sys.stderr)
+        return 2
+    versions = {tool.name: tool.version(env) for tool in selected_tools}
+    machine = environment.machine_info(env)
+    machine["load_average_before"] = environment.load_average()
+    measurements = timing.measure(env, selected, selected_tools, scale=args.scale,
+                                  repetitions=args.repetitions, warmup=args.warmup,
+                                  timeout_s=args.timeout)
+    machine["load_average_after"] = environment.load_average()
+    figures = summary.summarise(measurements, [w.name for w in selected],
+                                [t.name for t in selected_tools])
+    settings = {
+        "smoke": args.smoke,
+        "repetitions": args.repetitions,
+        "warmup": args.warmup,
+        "scale": args.scale,
+        "command": "python " + " ".join(
+            shlex.quote(part) for part in ["benchmarks/run_overhead.py", *raw]),
+    }
+    data = report.to_json(settings=settings, machine=machine, tools=selected_tools,
+                          tool_versions=versions, workloads=selected, skipped=skipped,
+                          measurements=measurements, summary=figures)
+    report.write_json(args.json, data)
+    _render(data, args, args.json, env)
+    for name, stats in figures["per_tool"].items():
+        if name != "plain":
+            median = stats["median_ratio"]
+            worst = stats["worst_ratio"]
+            print(f"[bench] {name:<13} median {median if median is None else f'{median:.3f}x'}"
+                  f"  worst {worst if worst is None else f'{worst:.3f}x'}"
+                  f" ({stats['worst_workload']})", file=sys.stderr)
+    must_pass = {"plain", "peakline"} if not args.smoke else set(args.tools)
+    broken = [(w, t) for w, rows in figures["per_workload"].items() for t, row in rows.items()
+              if t in must_pass and row["failures"]]
+    if broken:
+        print(f"[bench] failures: {broken}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _render(data: dict, args: argparse.Namespace, json_path: pathlib.Path, env) -> int:
+    chart_name = None
+    if not args.no_chart:
+        args.chart.parent.mkdir(parents=True, exist_ok=True)
+        drawn = subprocess.run([env.python, str(REPO / "benchmarks" / "harness" / "chart.py"),
+                                str(json_path), str(args.chart)])
+        if drawn.returncode == 0:
+            chart_name = _relative(args.chart, args.report.parent)
+        else:
+            print("[bench] chart not drawn (matplotlib missing?)", file=sys.stderr)
+    report.write(args.report, report.to_markdown(data, chart_name))
+    print(f"[bench] wrote {args.report} (raw results: {json_path})", file=sys.stderr)
+    return 0
+
+
+def _relative(path: pathlib.Path, start: pathlib.Path) -> str:
+    try:
+        return str(path.resolve().relative_to(start.resolve()))
+    except ValueError:
+        return str(path.resolve())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
