@@ -21,6 +21,9 @@ missing=()
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 if ! [ -f /usr/include/gtest/gtest.h ]; then missing+=(libgtest-dev); fi
+# The HTML report is tested in a real browser: Debian's chromium driven by Playwright from PyPI
+# (never `playwright install`, which downloads a browser build).
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing system packages: ${missing[*]}"
   SUDO=""
@@ -54,4 +57,26 @@ if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests; treating as success"
   status=0
 fi
+
+# --- Other CPython versions -------------------------------------------------------------------
+# The core reads version-specific interpreter structures: build it for every supported
+# CPython found here (pyenv) and run the measuring tests (CPU, memory, CLI) on each. Set
+# PEAKLINE_OTHER_PYTHONS="" to skip, or to a list of interpreters.
+if [ -z "${PEAKLINE_OTHER_PYTHONS+x}" ]; then
+  PEAKLINE_OTHER_PYTHONS=""
+  for v in 3.12 3.13; do
+    for candidate in "$HOME"/.pyenv/versions/$v.*/bin/python "$(command -v python$v || true)"; do
+      if [ -x "$candidate" ] && [ "$candidate" != "$PYTHON" ]; then
+        PEAKLINE_OTHER_PYTHONS="$PEAKLINE_OTHER_PYTHONS $candidate"
+        break
+      fi
+    done
+  done
+fi
+for other in $PEAKLINE_OTHER_PYTHONS; do
+  log "build and core tests with $other"
+  "$other" -m pip install --disable-pip-version-check -q . pytest hypothesis numpy || { status=1; continue; }
+  "$other" -m pytest -q tests/python/test_cpu_accuracy.py tests/python/test_memory_accuracy.py \
+    tests/python/test_cli_run.py tests/python/test_model.py || status=1
+done
 exit "$status"
