@@ -40,10 +40,12 @@ ThreadSlot* TakeSlot(size_t ring_bytes) {
 
 }  // namespace
 
-Aggregator::Aggregator(const AggregatorConfig& config) : config_(config), resolver_(&table_) {
+Aggregator::Aggregator(const AggregatorConfig& config)
+    : config_(config), resolver_(&table_), reported_(&table_, config.file_filter) {
   if (config_.memory) {
-    memory_ = std::make_unique<MemoryAggregator>(&table_, &resolver_, config_.file_filter,
-                                                 config_.start_ns);
+    memory_ = std::make_unique<MemoryAggregator>(
+        &table_, &resolver_, &reported_, config_.start_ns,
+        [this](pid_t tid, std::vector<uint32_t>* ids) { StitchToMain(tid, ids); });
   }
   if (config_.gpu) {
     std::string why;
@@ -257,12 +259,8 @@ void Aggregator::ProcessSample(ThreadSlot* slot, const SampleHeader& header,
   stats_.invalid_frames += header.invalid_frames;
   if (header.flags & kFlagTruncated) ++stats_.truncated_stacks;
   std::vector<uint32_t>* ids = &scratch_ids_;
-  if (header.kind == SampleKind::kNoThread) {
-    MainThreadStack(&main_stack_);
-    ids = &main_stack_;
-  } else {
-    ResolveFrames(frames, header.nframes, &scratch_ids_);
-  }
+  ResolveFrames(frames, header.kind == SampleKind::kNoThread ? 0 : header.nframes, ids);
+  StitchToMain(slot->tid, ids);
   profile::StackCounters& c = table_.Stack(slot->tid, ids->data(), ids->size());
   const int64_t rest = header.cpu_delta_ns - header.system_delta_ns;
   if (header.kind == SampleKind::kPython) {
@@ -296,6 +294,12 @@ void Aggregator::ResolveFrames(const RawFrame* frames, int n, std::vector<uint32
     out->push_back(resolver_.Resolve(const_cast<PyObject*>(static_cast<const PyObject*>(frames[i].code)),
                                      frames[i].lasti));
   }
+}
+
+void Aggregator::StitchToMain(pid_t tid, std::vector<uint32_t>* ids) {
+  if (tid == config_.main_tid || reported_.AnyReported(*ids)) return;
+  MainThreadStack(&main_stack_);
+  ids->insert(ids->end(), main_stack_.begin(), main_stack_.end());
 }
 
 void Aggregator::BeforeCodeFreed(PyObject* code) {

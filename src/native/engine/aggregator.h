@@ -30,6 +30,7 @@
 
 #include "engine/code_resolver.h"
 #include "engine/memory_aggregator.h"
+#include "engine/reported_files.h"
 #include "engine/sample_record.h"
 #include "engine/thread_slot.h"
 #include "gpu/gpu_aggregator.h"
@@ -106,10 +107,14 @@ class Aggregator {
   void ProcessSample(ThreadSlot* slot, const SampleHeader& header, const RawFrame* frames);
   void MainThreadStack(std::vector<uint32_t>* out);
   void ResolveFrames(const RawFrame* frames, int n, std::vector<uint32_t>* out);
+  // Work of a thread other than the main one, with no reported frame on its stack, is
+  // charged to the main thread's current stack: appended to `ids` as its callers.
+  void StitchToMain(pid_t tid, std::vector<uint32_t>* ids);
 
   const AggregatorConfig config_;
   profile::StackTable table_;
   CodeResolver resolver_;
+  ReportedFiles reported_;
   std::unique_ptr<MemoryAggregator> memory_;
   std::unique_ptr<gpu::GpuAggregator> gpu_;
   AggregatorStats stats_;

@@ -12,13 +12,12 @@ constexpr size_t kMaxLinePoints = 64;
 }  // namespace
 
 MemoryAggregator::MemoryAggregator(profile::StackTable* table, CodeResolver* resolver,
-                                   PyObject* file_filter, int64_t start_ns)
-    : table_(table), resolver_(resolver), file_filter_(file_filter), start_ns_(start_ns) {
-  Py_XINCREF(file_filter_);
+                                   ReportedFiles* reported, int64_t start_ns,
+                                   std::function<void(pid_t, std::vector<uint32_t>*)> stitch)
+    : table_(table), resolver_(resolver), reported_(reported), stitch_(std::move(stitch)),
+      start_ns_(start_ns) {
   timeline_.push_back(TimePoint{0, 0});
 }
-
-MemoryAggregator::~MemoryAggregator() { Py_XDECREF(file_filter_); }
 
 void MemoryAggregator::Drain() {
   MpscRing* ring = hooks::MemoryEventRing();
@@ -78,6 +77,7 @@ void MemoryAggregator::Process(const memory::MemoryEvent& ev, const RawFrame* fr
     ids_.push_back(resolver_->Resolve(const_cast<PyObject*>(static_cast<const PyObject*>(frames[i].code)),
                                       frames[i].lasti));
   }
+  if (stitch_) stitch_(ev.tid, &ids_);
   const uint32_t stack = table_->StackIndex(ev.tid, ids_.data(), ids_.size());
   profile::StackCounters& c = table_->counters(stack);
   if (ev.type == memory::MemoryEventType::kCopy) {
@@ -88,7 +88,7 @@ void MemoryAggregator::Process(const memory::MemoryEvent& ev, const RawFrame* fr
   // forget it without charging a free.
   live_blocks_.erase(ev.address);
   Touch(c);
-  if (ev.domain == memory::kDomainPython) {
+  if ((ev.domain & ~memory::kFlagNoPythonThread) == memory::kDomainPython) {
     c.alloc_python_bytes += ev.weight;
   } else {
     c.alloc_native_bytes += ev.weight;
@@ -104,30 +104,10 @@ void MemoryAggregator::Process(const memory::MemoryEvent& ev, const RawFrame* fr
   live_blocks_.emplace(ev.address, LiveBlock{stack, line, ev.weight});
 }
 
-bool MemoryAggregator::Reported(uint32_t file_id) {
-  auto it = reported_files_.find(file_id);
-  if (it != reported_files_.end()) return it->second;
-  bool reported = true;
-  if (file_filter_ != nullptr) {
-    // No garbage collection during the call: a collection could free a code object, whose
-    // deallocation hook would re-enter this drain.
-    const int gc_was_enabled = PyGC_Disable();
-    PyObject* name = PyUnicode_FromString(table_->strings()[file_id].c_str());
-    PyObject* result = name ? PyObject_CallOneArg(file_filter_, name) : nullptr;
-    if (gc_was_enabled) PyGC_Enable();
-    reported = result != nullptr && PyObject_IsTrue(result) == 1;
-    if (result == nullptr) PyErr_Clear();
-    Py_XDECREF(result);
-    Py_XDECREF(name);
-  }
-  reported_files_.emplace(file_id, reported);
-  return reported;
-}
-
 int32_t MemoryAggregator::AttributionLine(const std::vector<uint32_t>& frame_ids) {
   for (uint32_t id : frame_ids) {  // leaf first: the innermost reported frame wins
     const profile::FrameKey& f = table_->frames()[id];
-    if (!Reported(f.file_id)) continue;
+    if (!reported_->Reported(f.file_id)) continue;
     const uint64_t key = (static_cast<uint64_t>(f.file_id) << 32) | static_cast<uint32_t>(f.lineno);
     auto it = line_index_.find(key);
     if (it != line_index_.end()) return it->second;

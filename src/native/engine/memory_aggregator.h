@@ -17,11 +17,13 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "engine/code_resolver.h"
+#include "engine/reported_files.h"
 #include "memory/memory_event.h"
 #include "profile/stack_table.h"
 
@@ -44,9 +46,11 @@ struct LineMemory {
 
 class MemoryAggregator {
  public:
-  MemoryAggregator(profile::StackTable* table, CodeResolver* resolver, PyObject* file_filter,
-                   int64_t start_ns);
-  ~MemoryAggregator();
+  // stitch: for an event of thread tid whose stack (frame ids, leaf first) has no reported
+  // frame, appends the main thread's current stack (see Aggregator::StitchToMain).
+  MemoryAggregator(profile::StackTable* table, CodeResolver* resolver, ReportedFiles* reported,
+                   int64_t start_ns,
+                   std::function<void(pid_t tid, std::vector<uint32_t>*)> stitch);
 
   // GIL held: drain the hooks' ring.
   void Drain();
@@ -73,7 +77,6 @@ class MemoryAggregator {
 
   void Process(const memory::MemoryEvent& ev, const RawFrame* frames);
   int32_t AttributionLine(const std::vector<uint32_t>& frame_ids);
-  bool Reported(uint32_t file_id);
   void Touch(profile::StackCounters& c) {
     if (c.peak_epoch != peak_epoch_) {
       c.live_at_epoch_start = c.live_bytes;
@@ -91,13 +94,13 @@ class MemoryAggregator {
 
   profile::StackTable* table_;
   CodeResolver* resolver_;
-  PyObject* file_filter_;  // strong reference; callable(filename) -> bool
+  ReportedFiles* reported_;
+  std::function<void(pid_t, std::vector<uint32_t>*)> stitch_;
   const int64_t start_ns_;
   uint64_t peak_epoch_ = 1;
   int64_t peak_events_ = 0;
   int64_t invalid_events_ = 0;
   std::unordered_map<uintptr_t, LiveBlock> live_blocks_;
-  std::unordered_map<uint32_t, bool> reported_files_;
   std::unordered_map<uint64_t, int32_t> line_index_;  // (file_id << 32 | lineno) -> lines_
   std::vector<LineMemory> lines_;
   std::vector<TimePoint> timeline_;

@@ -59,7 +59,7 @@ void CapturePythonStack(uintptr_t pc, RawFrame* frames, int max_frames, SampleHe
 // MemoryStackCapture: the allocating thread's own stack (same safety argument as above).
 int CaptureMemoryStack(RawFrame* frames, int max_frames) {
   PyThreadState* ts = PyGILState_GetThisThreadState();
-  if (ts == nullptr) return 0;
+  if (ts == nullptr) return -1;
   return ReadPythonStack(ts, frames, max_frames).nframes;
 }
 

@@ -75,6 +75,13 @@ StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max, bool racy_t
     }
     f = prev;
   }
+  // Deep stacks keep their leaf part and their root part: the root holds the user's line that
+  // started it all (an import chain, a framework's dispatch), the leaf what is running now.
+  // Frames past the leaf budget go through a small ring that ends up holding the outermost.
+  const int root_budget = max >= 16 ? max / 4 : 0;
+  const int leaf_budget = max - root_budget;
+  RawFrame root[kMaxFrames / 4 > 0 ? kMaxFrames / 4 : 1];
+  int root_seen = 0;
   int guard = 0;
   while (f != nullptr) {
     if (++guard > 4096 || (reinterpret_cast<uintptr_t>(f) & (alignof(void*) - 1)) != 0) {
@@ -105,15 +112,24 @@ StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max, bool racy_t
     if (r.nframes == 0 && lasti >= 0 && !racy_top) {
       r.top_opcode = static_cast<int>(*reinterpret_cast<const uint8_t*>(instr));
     }
-    if (r.nframes >= max) {
+    const RawFrame frame{code_obj, static_cast<int32_t>(lasti), 0};
+    if (r.nframes < leaf_budget) {
+      out[r.nframes++] = frame;
+    } else if (root_budget > 0 && root_budget <= static_cast<int>(sizeof(root) / sizeof(root[0]))) {
+      root[root_seen % root_budget] = frame;
+      ++root_seen;
+    } else {
       r.truncated = true;
       break;
     }
-    out[r.nframes].code = code_obj;
-    out[r.nframes].lasti = static_cast<int32_t>(lasti);
-    out[r.nframes].reserved = 0;
-    ++r.nframes;
     f = prev;
+  }
+  if (root_seen > 0) {
+    // Oldest entry of the ring first, so out[] stays leaf-first and ends with the root.
+    const int kept = root_seen < root_budget ? root_seen : root_budget;
+    const int start = root_seen < root_budget ? 0 : root_seen % root_budget;
+    for (int i = 0; i < kept; ++i) out[r.nframes++] = root[(start + i) % root_budget];
+    if (root_seen > root_budget) r.truncated = true;
   }
   return r;
 }

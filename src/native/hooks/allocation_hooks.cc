@@ -178,7 +178,12 @@ void PushEvent(HookThreadState& s, MemoryEventType type, uint8_t domain, uintptr
   MemoryEvent ev{type, domain, 0, Tid(s), address, size, weight, time_ns};
   engine::RawFrame frames[memory::kMaxMemoryFrames];
   if (with_stack && g_capture != nullptr) {
-    ev.nframes = static_cast<uint16_t>(g_capture(frames, memory::kMaxMemoryFrames));
+    const int n = g_capture(frames, memory::kMaxMemoryFrames);
+    if (n < 0) {
+      ev.domain |= memory::kFlagNoPythonThread;
+    } else {
+      ev.nframes = static_cast<uint16_t>(n);
+    }
   }
   g_ring->TryWrite(&ev, sizeof(ev), frames, ev.nframes * sizeof(engine::RawFrame));
 }

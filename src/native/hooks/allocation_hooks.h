@@ -27,7 +27,8 @@
 
 namespace peakline::hooks {
 
-// Fills frames (leaf first) for the calling thread; returns how many. Must not allocate.
+// Fills frames (leaf first) for the calling thread; returns how many, or -1 when the thread
+// has no Python thread state (a native worker thread). Must not allocate.
 using MemoryStackCapture = int (*)(engine::RawFrame* frames, int max_frames);
 
 struct MemoryConfig {

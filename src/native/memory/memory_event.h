@@ -3,7 +3,8 @@
 //
 //   offset  size  field
 //   0       1     type       MemoryEventType
-//   1       1     domain     kDomainPython | kDomainNative (allocations only)
+//   1       1     domain     kDomainPython | kDomainNative (allocations only), or-ed with
+//                            kFlagNoPythonThread when the thread has no Python thread state
 //   2       2     nframes    RawFrame entries following the header (alloc and copy events)
 //   4       4     tid        kernel thread id of the thread that caused the event
 //   8       8     address    block address (alloc, free), 0 otherwise
@@ -29,6 +30,9 @@ enum class MemoryEventType : uint8_t {
 
 inline constexpr uint8_t kDomainNative = 0;
 inline constexpr uint8_t kDomainPython = 1;
+// The event came from a thread with no Python stack (BLAS, torch, ... workers): the aggregator
+// charges it to the main thread's current stack, as it does with such threads' CPU time.
+inline constexpr uint8_t kFlagNoPythonThread = 0x80;
 
 struct MemoryEvent {
   MemoryEventType type;
