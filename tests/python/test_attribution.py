@@ -26,8 +26,17 @@ def test_thread_pool_work_is_charged_to_the_line_that_handed_it_out(stitched):
     worker_cpu = sum(t["cpu_s"] for t in workers)
     assert worker_cpu > 0.1, stitched["threads"]
     # The workers' hashing lands on the pool line (the main thread only waits there).
-    assert rec["cpu_native_s"] >= 0.8 * worker_cpu, (rec, worker_cpu)
-    assert stitched["totals"]["unattributed_s"] < 0.2 * worker_cpu
+    assert cpu_s(rec) >= 0.8 * worker_cpu, (rec, worker_cpu)
+    assert rec["cpu_native_s"] >= 0.6 * worker_cpu, (rec, worker_cpu)
+    # No worker CPU is left without a user line (their *waiting* is not stitched: an idle
+    # pool thread is not the program waiting).
+    frames = stitched["stacks"]["frames"]
+    user_file = str(PROGRAMS / "stitch_deep.py")
+    orphan_cpu = sum(
+        s["cpu_python_s"] + s["cpu_native_s"] + s["cpu_system_s"]
+        for s in stitched["stacks"]["samples"]
+        if not any(frames[i][0] == user_file for i in s["frames"]))
+    assert orphan_cpu < 0.1 * worker_cpu, orphan_cpu
 
 
 def test_deep_library_stacks_keep_the_users_root_line(stitched):

@@ -137,6 +137,9 @@ void Aggregator::Tick(bool measure_wait) {
     });
   }
   resolver_.ClearDead();
+  MainThreadStack(&main_stack_);  // for the samples of the next interval
+  stitch_stack_ = main_stack_;
+  stitch_stack_valid_ = true;
 }
 
 void Aggregator::RegisterPythonThreads() {
@@ -298,8 +301,15 @@ void Aggregator::ResolveFrames(const RawFrame* frames, int n, std::vector<uint32
 
 void Aggregator::StitchToMain(pid_t tid, std::vector<uint32_t>* ids) {
   if (tid == config_.main_tid || reported_.AnyReported(*ids)) return;
-  MainThreadStack(&main_stack_);
-  ids->insert(ids->end(), main_stack_.begin(), main_stack_.end());
+  // The samples drained now were taken since the previous tick, so the main thread's stack
+  // as of that tick is the one to use: a worker's last samples are drained after the main
+  // thread has stopped waiting for it and moved on.
+  if (!stitch_stack_valid_) {
+    MainThreadStack(&main_stack_);
+    stitch_stack_ = main_stack_;
+    stitch_stack_valid_ = true;
+  }
+  ids->insert(ids->end(), stitch_stack_.begin(), stitch_stack_.end());
 }
 
 void Aggregator::BeforeCodeFreed(PyObject* code) {

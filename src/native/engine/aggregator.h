@@ -128,6 +128,8 @@ class Aggregator {
   std::vector<uint32_t> scratch_ids_;
   std::vector<uint32_t> main_stack_;
   bool main_stack_valid_ = false;
+  std::vector<uint32_t> stitch_stack_;  // the main thread's stack at the previous tick
+  bool stitch_stack_valid_ = false;
   alignas(8) uint8_t record_[kMaxRecordBytes];
 
   std::mutex mu_;  // guards stop_ for the condition variable
