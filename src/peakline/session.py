@@ -303,6 +303,7 @@ class Session:
         profile = build_profile(self._raw, meta=meta, selection=self._selection)
         if self.phases:
             from peakline.model.phases import phase_fields
+            from peakline.model.profile import Profile
 
             # Phase times count from _started_mono (perf_counter = CLOCK_MONOTONIC on Linux,
             # taken just before core.start); the core's times count from its own zero a
@@ -312,6 +313,7 @@ class Session:
             core_zero_ns = self._raw.get("stats", {}).get("start_monotonic_ns")
             shift_s = (core_zero_ns / 1e9 - self._started_mono if core_zero_ns
                        else self._start_returned_mono - self._started_mono)
-            profile.extra["phases"] = phase_fields(self.phases, profile.timeline,
-                                                   shift_s=shift_s)
+            doc = profile.to_dict()
+            doc["phases"] = phase_fields(self.phases, profile.timeline, shift_s=shift_s)
+            profile = Profile.from_dict(doc, source="phases")
         return profile

@@ -25,7 +25,7 @@ except ProfilerStateError:
 with peakline.phase("loop"):
     s = sum(i * i for i in range(300_000))  # LINE explicit
 prof = peakline.stop()
-out["phases"] = [ph["name"] for ph in prof.extra["phases"]]
+out["phases"] = [ph.name for ph in prof.phases]
 out["has_memory"] = prof.has_memory
 try:
     peakline.stop()

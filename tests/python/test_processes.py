@@ -58,7 +58,7 @@ def test_process_executor_subprocess_and_fork_keep_results_and_exit_codes(tmp_pa
     merged = _merged(result.profile())
     # parent, Process, 2 executor workers, the subprocess, the os.fork child
     assert len(merged) >= 6, processes
-    exit_codes = {p["exit_code"] for p in merged}
+    exit_codes = {p.get("exit_code") for p in merged}
     assert {3, 7} <= exit_codes
     assert any("sum(i*i" in p["program"] for p in merged)  # the sys.executable subprocess
 
@@ -95,11 +95,11 @@ def test_merge_adds_lines_counts_processes_and_keeps_the_largest_peak(build, app
     merged = merge_processes(parent, [child], [{"pid": 9, "program": "late"}])
     line = next(rec for rec in merged.files[app_source].lines if rec.lineno == 3)
     assert line.cpu_python_s == pytest.approx(0.4)
-    assert line.samples == 40 and line.extra["processes"] == 2
+    assert line.samples == 40 and line.processes == 2
     assert merged.totals.cpu_python_s == pytest.approx(0.4)
-    assert merged.peak_bytes == 700 and merged.extra["peak_bytes_sum"] == 800
-    assert [p["pid"] for p in merged.extra["processes"]] == [parent.pid, 4243, 9]
-    assert [p["merged"] for p in merged.extra["processes"]] == [True, True, False]
+    assert merged.peak_bytes == 700 and merged.peak_bytes_sum == 800
+    assert [p.pid for p in merged.processes] == [parent.pid, 4243, 9]
+    assert [p.merged for p in merged.processes] == [True, True, False]
     assert {t.tid for t in merged.threads} == {1, 2}
     # frame ids of the child's stack were re-indexed into the merged frame table
     child_stack = next(s for s in merged.stacks.samples if s.thread == 2)

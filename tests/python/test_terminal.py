@@ -360,3 +360,24 @@ def test_resample_max_keeps_spikes_and_carries_values():
     assert _format.resample_max([[-1.0, 7]], 0, 1, 2) == [7, 7]
     assert _format.sparkline([0, 1, 8]) == " ▁█"
     assert _format.sparkline([0, 0]) == ""
+
+
+def test_phases_and_processes_are_shown(app_profile):
+    from peakline.model.profile import Profile
+
+    doc = app_profile.to_dict()
+    doc["phases"] = [
+        {"name": "load", "depth": 0, "start_s": 0.0, "end_s": 0.5, "cpu_s": 0.4,
+         "start_bytes": 0, "end_bytes": 100 << 20, "net_bytes": 100 << 20, "peak_bytes": 120 << 20},
+        {"name": "fit", "depth": 1, "start_s": 0.5, "end_s": 2.0, "cpu_s": 1.2},
+    ]
+    doc["processes"] = [
+        {"pid": 10, "program": "app.py", "argv": ["app.py"], "merged": True, "cpu_s": 1.0},
+        {"pid": 11, "program": "worker", "argv": ["worker"], "merged": False},
+    ]
+    doc["peak_bytes_sum"] = 300 << 20
+    text = render(Profile.from_dict(doc), width=120, color=False)
+    assert "Phases" in text and "load" in text and "peak 120.0 MiB" in text
+    assert "fit" in text and "wall 1.50 s" in text
+    assert "Processes (1 of 2 merged" in text and "pid 11" in text and "not merged" in text
+    assert "300.0 MiB" in text

@@ -318,13 +318,14 @@ class LineRecord(_Record, _CategoryTimes):
     gpu_alloc_bytes: int | None = None
     gpu_net_bytes: int | None = None
     gpu_live_at_peak_bytes: int | None = None
+    processes: int | None = None  # how many processes ran this line (merged profiles)
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("lineno", _count), *_category_fields(), _Field("samples", _count),
                *_MEMORY_FIELDS, _optional("timeline", _timeline),
                _optional("leak_likelihood", _fraction), _optional("leak_rate_bytes_s", _signed),
                _optional("copy_bytes", _count), _optional("copy_mb_s", _seconds),
-               *_GPU_LINE_FIELDS)
+               *_GPU_LINE_FIELDS, _optional("processes", _count))
 
     @property
     def alloc_bytes(self) -> int:
@@ -350,11 +351,13 @@ class FunctionRecord(_Record, _CategoryTimes):
     net_bytes: int | None = None
     live_at_peak_bytes: int | None = None
     copy_bytes: int | None = None
+    processes: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("name", _str), _Field("lineno", _count), *_category_fields(),
                _Field("self_s", _seconds), _Field("inclusive_s", _seconds),
-               _Field("samples", _count), *_MEMORY_FIELDS, _optional("copy_bytes", _count))
+               _Field("samples", _count), *_MEMORY_FIELDS, _optional("copy_bytes", _count),
+               _optional("processes", _count))
 
 
 @dataclass
@@ -540,6 +543,54 @@ class Gpu(_Record):
                                                 for k, x in _object(v, w).items()}))
 
 
+@dataclass
+class PhaseRecord(_Record):
+    """A named phase (peakline.phase): wall interval on the timeline's clock, CPU, heap."""
+
+    name: str
+    depth: int = 0
+    start_s: float = 0.0
+    end_s: float = 0.0
+    cpu_s: float = 0.0
+    start_bytes: int | None = None
+    end_bytes: int | None = None
+    net_bytes: int | None = None
+    peak_bytes: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (_Field("name", _str), _Field("depth", _count), _Field("start_s", _seconds),
+               _Field("end_s", _seconds), _Field("cpu_s", _seconds),
+               _optional("start_bytes", _nullable(_int)), _optional("end_bytes", _nullable(_int)),
+               _optional("net_bytes", _nullable(_int)), _optional("peak_bytes", _nullable(_int)))
+
+    @property
+    def wall_s(self) -> float:
+        return max(0.0, self.end_s - self.start_s)
+
+
+@dataclass
+class ProcessRecord(_Record):
+    """One process of a merged profile (the parent first); unmerged ones have no figures."""
+
+    pid: int
+    program: str = ""
+    argv: list[str] = field(default_factory=list)
+    merged: bool = True
+    parent_pid: int | None = None
+    started_at: str | None = None
+    elapsed_s: float | None = None
+    exit_code: int | None = None
+    peak_bytes: int | None = None
+    cpu_s: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (_Field("pid", _count), _Field("program", _str), _Field("argv", _list_of(_str), list),
+               _Field("merged", _bool), _optional("parent_pid", _nullable(_count)),
+               _optional("started_at", _nullable(_utc_timestamp)),
+               _optional("elapsed_s", _nullable(_seconds)), _optional("exit_code", _nullable(_int)),
+               _optional("peak_bytes", _nullable(_int)), _optional("cpu_s", _nullable(_seconds)))
+
+
 def _files_checker(value: Any, where: str) -> dict[str, FileRecord]:
     files = {}
     for name, record in _object(value, where).items():
@@ -572,6 +623,9 @@ class Profile(_Record):
     timeline: list | None = None
     memory: Memory | None = None
     gpu: Gpu | None = None
+    phases: list[PhaseRecord] | None = None
+    processes: list[ProcessRecord] | None = None
+    peak_bytes_sum: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (
@@ -586,6 +640,11 @@ class Profile(_Record):
         _optional("peak_bytes", _int), _optional("peak_rss_bytes", _count),
         _optional("timeline", _timeline),
         _Field("memory", Memory._from_json, lambda m: m.to_dict(), required=False),
+        _Field("phases", _list_of(PhaseRecord._from_json), lambda rs: [r.to_dict() for r in rs],
+               required=False),
+        _Field("processes", _list_of(ProcessRecord._from_json),
+               lambda rs: [r.to_dict() for r in rs], required=False),
+        _optional("peak_bytes_sum", _int),
         _Field("gpu", Gpu._from_json, lambda g: g.to_dict(), required=False),
     )
 

@@ -73,8 +73,43 @@ def render(profile: Profile, stream: TextIO, *, width: int | None = None,
     view = _View(profile, stream, max(MIN_WIDTH, width), bool(color),
                  _text.glyphs_for(stream), rules)
     view.header()
+    _phases_and_processes(view)
     view.highlights()
     view.files()
+
+
+def _phases_and_processes(view: _View) -> None:
+    """Named phases (peakline.phase) and the processes merged into this profile."""
+    p = view.profile
+    if p.phases:
+        view.emit()
+        view.emit("Phases", _BOLD)
+        for ph in p.phases:
+            parts = [f"{'  ' * ph.depth}{printable(ph.name)}", f"wall {duration(ph.wall_s)}",
+                     f"CPU {duration(ph.cpu_s)}"]
+            if ph.peak_bytes is not None:
+                parts.append(f"peak {human_bytes(ph.peak_bytes)}")
+            if ph.net_bytes is not None:
+                parts.append(f"net {human_bytes(ph.net_bytes, signed=True)}")
+            view.emit_parts(parts)
+    if p.processes and len(p.processes) > 1:
+        view.emit()
+        merged = sum(1 for r in p.processes if r.merged)
+        view.emit(f"Processes ({merged} of {len(p.processes)} merged into this report)", _BOLD)
+        for r in p.processes:
+            parts = [f"pid {r.pid}", printable(" ".join(r.argv) or r.program or "?")]
+            if not r.merged:
+                parts.append("not merged (still running or no profile)")
+            if r.exit_code is not None:
+                parts.append(f"exit {r.exit_code}")
+            if r.cpu_s is not None:
+                parts.append(f"CPU {duration(r.cpu_s)}")
+            if r.peak_bytes is not None:
+                parts.append(f"peak {human_bytes(r.peak_bytes)}")
+            view.emit_parts(parts)
+        if p.peak_bytes_sum is not None:
+            view.emit_parts([f"sum of the processes' peaks {human_bytes(p.peak_bytes_sum)} "
+                             f"(an upper bound of their combined memory)"])
 
 
 # ---- columns ------------------------------------------------------------------------------
