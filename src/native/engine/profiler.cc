@@ -85,6 +85,12 @@ std::string SetUpRegions() {
                                      CodeRegion::kInterpreter)) {
     return "cannot locate the interpreter's code segment";
   }
+  // peakline's own code (the allocation hooks run inside the program's allocations): time
+  // there belongs to whatever the program's current op is doing, like libc's.
+  if (!g_regions.AddObjectContaining(reinterpret_cast<const void*>(&StartProfiler),
+                                     CodeRegion::kNeutral)) {
+    return "cannot locate peakline's own code segment";
+  }
   // libc: qsort is not an IFUNC, so its address lies in libc itself.
   if (!g_regions.AddObjectContaining(reinterpret_cast<const void*>(&qsort), CodeRegion::kNeutral)) {
     return "cannot locate libc's code segment";
