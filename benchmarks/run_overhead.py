@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
-"""CPU-only overhead of peakline and its peers, measured side by side.
+"""peakline and its peers side by side: overhead, accuracy and cost, in one run.
 
-    python benchmarks/run_overhead.py            # full run: ~15-25 min, writes docs/benchmarks.md
+    python benchmarks/run_overhead.py            # full run: ~40-60 min on 2 cores
     python benchmarks/run_overhead.py --smoke    # seconds: harness check, plain + peakline only
 
-A full run creates benchmarks/.venv on first use (peers: scalene, py-spy, pyinstrument, plus
-numpy, scikit-learn, matplotlib), reinstalls peakline there from this repository, runs every
-workload plain and under every tool, interleaved, --repetitions times, and writes the Markdown
-report, the raw JSON and a PNG chart. --smoke uses the current interpreter's installed peakline
-and writes to benchmarks/results/ unless --report/--json say otherwise. See benchmarks/README.md.
+A full run creates benchmarks/.venv on first use (peers: scalene, py-spy, pyinstrument, memray,
+Fil; the workloads' pyperformance, docutils, sympy, numpy, scikit-learn, pandas, torch; and
+matplotlib), reinstalls peakline there from this repository, then
+
+1. overhead: runs every workload plain and under every tool, interleaved, --repetitions times;
+2. accuracy: runs the calibration programs (known peak, per-line allocations, time split,
+   thread shares) under each tool that reports those quantities and scores its error;
+3. cost: one long loop (--cost-seconds) plain and under each tool: max RSS and output size;
+
+and writes the Markdown report, the raw JSON and a PNG chart. --smoke uses the current
+interpreter's installed peakline and writes to benchmarks/results/ unless --report/--json say
+otherwise. See benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -22,7 +29,8 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from harness import environment, report, summary, timing, tools, workloads  # noqa: E402
+from harness import (accuracy, cost, environment, report, summary, timing,  # noqa: E402
+                     tools, workloads)
 
 REPO = environment.REPO_ROOT
 RESULTS = REPO / "benchmarks" / "results"
@@ -37,7 +45,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true",
                         help="tiny sizes, 1 repetition, plain + peakline, current interpreter")
-    parser.add_argument("--repetitions", type=int, help="interleaved repetitions (default 5)")
+    parser.add_argument("--repetitions", "--reps", type=int,
+                        help="interleaved repetitions (default 5)")
     parser.add_argument("--warmup", type=int,
                         help="unrecorded plain runs of each workload first (default 1)")
     parser.add_argument("--scale", type=float, help="workload size; 1.0 = 2-4 s each (default)")
@@ -59,6 +68,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--chart", type=pathlib.Path, help="PNG chart output")
     parser.add_argument("--no-chart", action="store_true")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    parser.add_argument("--no-overhead", action="store_true", help="skip the overhead stage")
+    parser.add_argument("--no-accuracy", action="store_true", help="skip the accuracy stage")
+    parser.add_argument("--no-cost", action="store_true", help="skip the cost stage")
+    parser.add_argument("--cost-seconds", type=float,
+                        help="length of the cost stage's long loop (default 30; smoke 1)")
+    parser.add_argument("--accuracy-timeout", type=float, default=120.0,
+                        help="seconds per calibration run (default 120)")
     parser.add_argument("--from-json", type=pathlib.Path, metavar="RESULTS",
                         help="measure nothing: re-render the report (and chart) from saved "
                              "raw results")
@@ -72,6 +88,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.scale = 0.02 if smoke else 1.0
     if args.tools is None:
         args.tools = tools.SMOKE_TOOLS if smoke else tools.DEFAULT_TOOLS
+    if args.cost_seconds is None:
+        args.cost_seconds = 1.0 if smoke else 30.0
     if smoke:
         args.no_venv = True
     default_dir = RESULTS if smoke else REPO / "docs"
@@ -115,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
     selected, skipped = [], {}
-    for workload in workloads.by_names(args.workloads):
+    for workload in workloads.by_names(args.workloads, smoke=args.smoke):
         missing = workloads.missing_requirements(workload, env.python)
         if missing:
             skipped[workload.name] = missing
@@ -138,9 +156,21 @@ def main(argv: list[str] | None = None) -> int:
     versions = {tool.name: tool.version(env) for tool in selected_tools}
     machine = environment.machine_info(env)
     machine["load_average_before"] = environment.load_average()
-    measurements = timing.measure(env, selected, selected_tools, scale=args.scale,
-                                  repetitions=args.repetitions, warmup=args.warmup,
-                                  timeout_s=args.timeout)
+    measurements = [] if args.no_overhead else timing.measure(
+        env, selected, selected_tools, scale=args.scale, repetitions=args.repetitions,
+        warmup=args.warmup, timeout_s=args.timeout)
+    accuracy_results = None
+    if not args.no_accuracy:
+        # Accuracy uses each tool in its measuring mode: peakline and scalene in full mode.
+        names = {t.name.removesuffix("-full") for t in selected_tools}
+        accuracy_tools = [t for t in accuracy.REPORTS if t in names]
+        accuracy_results = accuracy.measure(env, accuracy_tools, smoke=args.smoke,
+                                            timeout_s=args.accuracy_timeout)
+    cost_results = None
+    if not args.no_cost:
+        runs = cost.measure(env, selected_tools, seconds=args.cost_seconds,
+                            timeout_s=args.timeout)
+        cost_results = {"seconds": args.cost_seconds, "rows": cost.summarise(runs)}
     machine["load_average_after"] = environment.load_average()
     figures = summary.summarise(measurements, [w.name for w in selected],
                                 [t.name for t in selected_tools])
@@ -154,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     data = report.to_json(settings=settings, machine=machine, tools=selected_tools,
                           tool_versions=versions, workloads=selected, skipped=skipped,
-                          measurements=measurements, summary=figures)
+                          measurements=measurements, summary=figures,
+                          accuracy=accuracy_results, cost=cost_results)
     report.write_json(args.json, data)
     _render(data, args, args.json, env)
     for name, stats in figures["per_tool"].items():
@@ -164,9 +195,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[bench] {name:<13} median {median if median is None else f'{median:.3f}x'}"
                   f"  worst {worst if worst is None else f'{worst:.3f}x'}"
                   f" ({stats['worst_workload']})", file=sys.stderr)
-    must_pass = {"plain", "peakline"} if not args.smoke else set(args.tools)
+    must_pass = {"plain", "peakline", "peakline-full"} if not args.smoke else set(args.tools)
     broken = [(w, t) for w, rows in figures["per_workload"].items() for t, row in rows.items()
               if t in must_pass and row["failures"]]
+    if accuracy_results:
+        broken += [("accuracy:" + q, "peakline") for q, cell in
+                   accuracy_results["results"].get("peakline", {}).items() if "failed" in cell]
+    if cost_results:
+        broken += [("cost", t) for t, row in cost_results["rows"].items()
+                   if t in must_pass and row["failed"]]
     if broken:
         print(f"[bench] failures: {broken}", file=sys.stderr)
         return 1

@@ -16,12 +16,18 @@ import platform
 import shutil
 import subprocess
 import sys
+import tempfile
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEFAULT_VENV = REPO_ROOT / "benchmarks" / ".venv"
 
 # Peers and what the workloads / chart need. Unpinned on purpose: the report records versions.
-PEERS = ["scalene", "py-spy", "pyinstrument", "numpy", "scikit-learn", "matplotlib"]
+PEERS = ["scalene", "py-spy", "pyinstrument", "memray", "filprofiler",
+         "pyperformance", "pyperf", "docutils", "sympy",
+         "numpy", "scikit-learn", "pandas", "matplotlib"]
+# PyTorch is pinned: this pin installs a CPU build (~200 MB) where one is at hand; when it does
+# not install, the torch_train workload is skipped and the report says so.
+OPTIONAL = ["torch==2.13.0"]
 _PEERS_MARKER = ".peakline-bench-peers"
 
 
@@ -58,15 +64,22 @@ def prepare_venv(venv_dir: pathlib.Path, base_python: str, *, recreate: bool,
     env = BenchEnv(python=str(venv_dir / "bin" / "python"), bin_dir=venv_dir / "bin",
                    venv_dir=venv_dir)
     marker = venv_dir / _PEERS_MARKER
-    if not marker.exists():
+    wanted = " ".join(PEERS + OPTIONAL) + "\n"
+    if not marker.exists() or marker.read_text() != wanted:
         _pip(env.python, *PEERS)
-        marker.write_text(" ".join(PEERS) + "\n")
+        for extra in OPTIONAL:
+            try:
+                _pip(env.python, extra)
+            except subprocess.CalledProcessError:
+                _log(f"could not install {extra}: the workloads that need it are skipped")
+        marker.write_text(wanted)
     if fresh or reinstall_peakline:
         # --no-deps keeps already-installed peers as they are; a fresh venv resolves deps once.
         extra = [] if fresh else ["--no-deps", "--force-reinstall"]
-        # Own CMake build folder, so a benchmark build never races a developer's build/.
-        _pip(env.python, *extra, "--config-settings=build-dir=build/benchmarks-{wheel_tag}",
-             str(REPO_ROOT))
+        # Own CMake build folder outside the work tree, so a benchmark build never races a
+        # developer's build/ (nor another checkout's benchmark build).
+        build_dir = pathlib.Path(tempfile.gettempdir()) / "peakline-bench-build" / "{wheel_tag}"
+        _pip(env.python, *extra, f"--config-settings=build-dir={build_dir}", str(REPO_ROOT))
     return env
 
 

@@ -50,17 +50,34 @@ def summarise(measurements, workload_names: list[str], tool_names: list[str]) ->
             median = rows[tool]["median_s"]
             rows[tool]["ratio"] = (median / baseline
                                    if median is not None and baseline else None)
+            # Every run killed at the tool's time limit: the ratio is at least limit / plain.
+            runs = [m for m in measurements if m.workload == workload and m.tool == tool]
+            killed = [m.wall_s for m in runs if getattr(m, "timed_out", False)]
+            rows[tool]["timed_out"] = len(killed)
+            rows[tool]["ratio_at_least"] = (min(killed) / baseline
+                                            if killed and median is None and baseline else None)
         per_workload[workload] = rows
 
     per_tool = {}
     for tool in tool_names:
         ratios = {w: per_workload[w][tool]["ratio"] for w in workload_names
                   if per_workload[w][tool]["ratio"] is not None}
-        failed = [w for w in workload_names if per_workload[w][tool]["ratio"] is None]
-        worst = max(ratios, key=ratios.get) if ratios else None
+        failed = [w for w in workload_names if per_workload[w][tool]["ratio"] is None
+                  and not per_workload[w][tool].get("ratio_at_least")]
+        every = {**ratios, **{w: per_workload[w][tool]["ratio_at_least"] for w in workload_names
+                              if per_workload[w][tool].get("ratio_at_least")}}
+        worst = max(every, key=every.get) if every else None
+        bounds = {w: per_workload[w][tool]["ratio_at_least"] for w in workload_names
+                  if per_workload[w][tool].get("ratio_at_least")}
         per_tool[tool] = {
-            "median_ratio": statistics.median(ratios.values()) if ratios else None,
-            "worst_ratio": ratios[worst] if worst else None,
+            # Lower bounds of timed-out workloads count in the median as they are (an
+            # underestimate); the worst is then at least the largest bound.
+            "median_ratio": (statistics.median([*ratios.values(), *bounds.values()])
+                             if ratios or bounds else None),
+            "median_is_lower_bound": bool(bounds),
+            "worst_is_lower_bound": bool(bounds) and (
+                not ratios or max(bounds.values()) >= max(ratios.values())),
+            "worst_ratio": every[worst] if worst else None,
             "worst_workload": worst,
             "geomean_ratio": (math.exp(statistics.fmean(math.log(r) for r in ratios.values()))
                               if ratios else None),

@@ -35,24 +35,69 @@ class Measurement:
     max_rss_kb: int
     output_bytes: int
     stderr_tail: str = ""
+    timed_out: bool = False  # killed at the tool's run_timeout_s (or --timeout)
 
 
-def _run_once(argv: list[str], scratch: pathlib.Path, timeout_s: float) -> tuple[float, int, int, str]:
+# A capped tool's process tree is killed past this resident size: Scalene 2.4's memory mode
+# grew to 11 GiB within seconds here (machine: 23 GiB), on a machine shared with other work.
+CAPPED_RSS_LIMIT_KB = 8 * 1024 * 1024
+
+
+def _group_rss_kb(pgid: int) -> int:
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) != pgid:  # field 5 of stat: the process group
+                continue
+            total += int(fields[21]) * (os.sysconf("SC_PAGE_SIZE") // 1024)  # field 24: rss
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _watch_memory(pid: int, limit_kb: int, done: threading.Event) -> None:
+    while not done.wait(0.25):
+        if _group_rss_kb(pid) > limit_kb:
+            _kill_group(pid)
+            return
+
+
+def _run_once(argv: list[str], scratch: pathlib.Path, timeout_s: float,
+              env: dict | None = None,
+              memory_limit_kb: int | None = None) -> tuple[float, int, int, str]:
     stderr_path = scratch / "stderr.txt"
     with open(stderr_path, "wb") as stderr:
         started = time.perf_counter()
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=stderr, cwd=scratch)
-        timer = threading.Timer(timeout_s, process.kill)
+                                   stderr=stderr, cwd=scratch, env=env,
+                                   start_new_session=True)
+        # Kill the whole session: tools that re-exec or fork helpers leave no stragglers.
+        timer = threading.Timer(timeout_s, _kill_group, (process.pid,))
         timer.start()
+        done = threading.Event()
+        if memory_limit_kb:
+            threading.Thread(target=_watch_memory, args=(process.pid, memory_limit_kb, done),
+                             daemon=True).start()
         try:
             _, status, usage = os.wait4(process.pid, 0)
         finally:
             timer.cancel()
+            done.set()
         wall = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)  # already reaped by wait4
     tail = stderr_path.read_text(errors="replace")[-2000:] if process.returncode else ""
     return wall, process.returncode, usage.ru_maxrss, tail
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, 9)
+    except OSError:
+        pass
 
 
 def _output_bytes(scratch: pathlib.Path) -> int:
@@ -73,10 +118,14 @@ def preflight(env, workload, tools: list, *, timeout_s: float) -> dict[str, str]
     for tool in tools:
         scratch = pathlib.Path(tempfile.mkdtemp(prefix="peakline-bench-"))
         try:
-            _, code, _, tail = _run_once(tool.build(env, workload.args(0.05), scratch),
-                                         scratch, timeout_s)
+            limit = min(timeout_s, tool.run_timeout_s or timeout_s)
+            _, code, _, tail = _run_once(
+                tool.build(env, workload.args(0.05), scratch), scratch, limit,
+                memory_limit_kb=CAPPED_RSS_LIMIT_KB if tool.run_timeout_s else None)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        if code == -9 and tool.run_timeout_s:
+            continue  # a capped tool hit its cap: slow, not broken
         if code != 0:
             failures[tool.name] = f"exit {code}: {tail.strip()[-1500:]}"
     return failures
@@ -93,17 +142,31 @@ def measure(env, workloads: list, tools: list, *, scale: float, repetitions: int
             if repetition < 0:
                 order = [t for t in tools if t.name == "plain"] or tools[:1]
             for tool in order:
+                if (repetition >= 0 and tool.max_repetitions is not None
+                        and repetition >= tool.max_repetitions):
+                    continue
+                limit = min(timeout_s, tool.run_timeout_s or timeout_s)
                 scratch = pathlib.Path(tempfile.mkdtemp(prefix="peakline-bench-"))
                 try:
                     argv = tool.build(env, workload.args(scale), scratch)
-                    wall, code, rss, tail = _run_once(argv, scratch, timeout_s)
+                    wall, code, rss, tail = _run_once(
+                        argv, scratch, limit,
+                        memory_limit_kb=CAPPED_RSS_LIMIT_KB if tool.run_timeout_s else None)
                     output = _output_bytes(scratch)
                 finally:
                     shutil.rmtree(scratch, ignore_errors=True)
                 if repetition < 0:
                     continue
+                timed_out = code == -9 and wall >= limit * 0.99
+                if timed_out:
+                    tail = f"killed after {limit:.0f} s (the tool's time limit)"
+                elif code == -9 and tool.run_timeout_s:
+                    # ru_maxrss may miss the grown process (a grandchild): name the cause only.
+                    tail = (f"killed after {wall:.0f} s: past the harness's memory limit for "
+                            f"capped tools ({CAPPED_RSS_LIMIT_KB / 2**20:.0f} GiB) or by the "
+                            f"OOM killer\n" + tail)
                 results.append(Measurement(workload.name, tool.name, repetition, wall, code,
-                                           rss, output, tail))
+                                           rss, output, tail, timed_out))
                 if verbose:
                     status = "ok" if code == 0 else f"EXIT {code}"
                     print(f"[bench] rep {repetition + 1}/{repetitions} {workload.name:<15} "

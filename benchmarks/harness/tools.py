@@ -2,11 +2,12 @@
 
 Every tool builds an argv from (environment, workload argv, scratch directory). Output files go
 to the scratch directory, which the runner measures (output size) and then deletes, so nothing
-piles up between repetitions. Each tool runs in the mode a user would pick to measure CPU time
-only, at its default sampling interval (listed in `sampling`), so the figures compare what users
-get out of the box.
+piles up between repetitions. Each tool runs at its default sampling interval (listed in
+`sampling`), so the figures compare what users get out of the box, in two groups: CPU-only
+modes (peakline --cpu-only, scalene --cpu-only, py-spy, pyinstrument) and full / memory modes
+(peakline and scalene by default: CPU + memory; memray and Fil: memory only).
 
-Adding a tool or a mode (issue 6: peakline full mode, memray, Fil...) is one entry in TOOLS.
+Adding a tool or a mode is one entry in TOOLS.
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ class Tool:
     # Python modules / executables the tool needs in the environment (for --smoke checks).
     needs_module: str | None = None
     needs_executable: str | None = None
+    group: str = "cpu"  # "cpu": CPU-only mode; "full": memory (and CPU) profiling
+    # A tool that is pathologically slow here can be capped: measured in the first
+    # `max_repetitions` repetitions only, each run killed after `run_timeout_s` (the report
+    # then shows a lower bound, "> N x"). None: no cap.
+    max_repetitions: int | None = None
+    run_timeout_s: float | None = None
 
 
 def _run_version(argv: list[str]) -> str:
@@ -41,6 +48,15 @@ def _run_version(argv: list[str]) -> str:
         return f"unavailable ({error.__class__.__name__})"
     text = (out.stdout or out.stderr).strip().splitlines()
     return text[0].strip() if out.returncode == 0 and text else "unavailable"
+
+
+def _pip_version(env, distribution: str) -> str:
+    code = f"import importlib.metadata as m; print('{distribution}', m.version('{distribution}'))"
+    return _run_version([env.python, "-c", code])
+
+
+def _memray_version(env) -> str:
+    return _pip_version(env, "memray")
 
 
 def _plain(env, args, scratch):
@@ -53,8 +69,7 @@ def _peakline(env, args, scratch):
 
 
 def _peakline_full(env, args, scratch):
-    # Everything peakline measures (memory and copy volume too, where built): issue 6's
-    # "full" column. Not in DEFAULT_TOOLS, which is the CPU-only comparison.
+    # Everything peakline measures by default: CPU, memory and copy volume (GPU: none here).
     return [env.python, "-m", "peakline", "run", "--no-report",
             "--outfile", str(scratch / "peakline.json"), *args]
 
@@ -82,6 +97,22 @@ def _scalene(env, args, scratch):
             "--outfile", str(scratch / "scalene.txt"), script, *separator]
 
 
+def _scalene_full(env, args, scratch):
+    argv = _scalene(env, args, scratch)
+    return [part for part in argv if part != "--cpu-only"]
+
+
+def _memray(env, args, scratch):
+    # Default: every allocation through malloc & co. and pymalloc arenas, Python stacks.
+    return [str(env.bin_dir / "memray"), "run", "--force", "--quiet",
+            "--output", str(scratch / "memray.bin"), *args]
+
+
+def _fil(env, args, scratch):
+    return [str(env.bin_dir / "fil-profile"), "-o", str(scratch / "fil-result"), "--no-browser",
+            "run", *args]
+
+
 def _py_spy(env, args, scratch):
     # Default mode (blocking: py-spy pauses the target while it reads each sample).
     return [str(env.bin_dir / "py-spy"), "record", "--output", str(scratch / "py-spy.svg"),
@@ -101,12 +132,26 @@ TOOLS = {
         Tool("peakline", "run --cpu-only --no-report", "10 ms of each thread's CPU time",
              _peakline, lambda env: _run_version([env.python, "-m", "peakline", "--version"]),
              needs_module="peakline"),
-        Tool("peakline-full", "run --no-report", "defaults", _peakline_full,
+        Tool("peakline-full", "run --no-report (CPU + memory + copy)",
+             "10 ms CPU, 512 KiB allocation sampling (defaults)", _peakline_full,
              lambda env: _run_version([env.python, "-m", "peakline", "--version"]),
-             needs_module="peakline"),
+             needs_module="peakline", group="full"),
         Tool("scalene", "run --cpu-only", "10 ms (default)", _scalene,
              lambda env: _run_version([str(env.bin_dir / "scalene"), "--version"]),
              needs_executable="scalene"),
+        Tool("scalene-full", "run (CPU + memory)", "10 ms CPU, allocation sampling (default)",
+             _scalene_full,
+             lambda env: _run_version([str(env.bin_dir / "scalene"), "--version"]),
+             needs_executable="scalene", group="full",
+             # Scalene 2.4's memory mode ran 50-200x slower than plain on this harness's
+             # machine (a 0.2 s loop: 28 s): one repetition, killed at 25 s, keeps a full
+             # run's length bounded while still showing the order of magnitude.
+             max_repetitions=1, run_timeout_s=25.0),
+        Tool("memray", "run (Python stacks)", "every allocation", _memray,
+             lambda env: _memray_version(env), needs_executable="memray", group="full"),
+        Tool("fil", "fil-profile run", "every allocation (peak only)", _fil,
+             lambda env: _pip_version(env, "filprofiler"), needs_executable="fil-profile",
+             group="full"),
         Tool("py-spy", "record (default: blocking)", "100 Hz (default)", _py_spy,
              lambda env: _run_version([str(env.bin_dir / "py-spy"), "--version"]),
              needs_executable="py-spy"),
@@ -116,7 +161,8 @@ TOOLS = {
     )
 }
 
-DEFAULT_TOOLS = ["plain", "peakline", "scalene", "py-spy", "pyinstrument"]
+DEFAULT_TOOLS = ["plain", "peakline", "scalene", "py-spy", "pyinstrument",
+                 "peakline-full", "scalene-full", "memray", "fil"]
 SMOKE_TOOLS = ["plain", "peakline"]
 
 

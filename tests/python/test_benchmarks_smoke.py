@@ -1,8 +1,9 @@
-"""The overhead benchmark (benchmarks/run_overhead.py) cannot silently rot.
+"""The benchmark suite (benchmarks/run_overhead.py) cannot silently rot.
 
-The full benchmark never runs in the tests (too slow and noisy); its --smoke mode does: tiny
-workloads, one repetition, plain + peakline under this interpreter, report written to tmp_path.
-The summary arithmetic is checked separately on synthetic measurements.
+The full suite never runs in the tests (too slow and noisy); its --smoke mode does: tiny
+workloads, one repetition, plain + peakline under this interpreter — overhead, the accuracy
+calibrations and the cost run — with the report written to tmp_path. The summary arithmetic,
+the accuracy scoring and the peers' output readers are checked separately on synthetic data.
 """
 
 from __future__ import annotations
@@ -46,6 +47,74 @@ def test_smoke_run_writes_report_with_finite_ratios(tmp_path):
     stats = results["summary"]["per_tool"]["peakline"]
     for key in ("median_ratio", "worst_ratio"):
         assert math.isfinite(stats[key]) and stats[key] > 0
+
+    # Accuracy: every calibration ran under peakline and was scored. Loose bounds — the smoke
+    # run is short and the machine noisy — but a broken reader or a wildly wrong profile fails.
+    accuracy = results["accuracy"]["results"]["peakline"]
+    assert set(accuracy) == {"peak", "alloc_line", "peak_line", "func_time", "category",
+                             "threads"}, accuracy
+    for quantity, cell in accuracy.items():
+        assert "failed" not in cell, (quantity, cell)
+        assert cell["error"] is not None and math.isfinite(cell["error"]), (quantity, cell)
+    assert accuracy["peak"]["error"] < 0.25, accuracy["peak"]  # 512 MiB array held
+    assert accuracy["alloc_line"]["error"] < 0.25, accuracy["alloc_line"]
+    assert accuracy["func_time"]["error"] < 20, accuracy["func_time"]  # percentage points
+    text = report.read_text()
+    assert "## Accuracy" in text and "## Cost" in text
+
+    # Cost: plain and peakline ran the long loop; sizes and memory were recorded.
+    cost = results["cost"]["rows"]
+    assert cost["plain"]["failed"] is None and cost["peakline"]["failed"] is None, cost
+    assert cost["peakline"]["output_bytes"] > 0 and cost["peakline"]["max_rss_kb"] > 0
+
+
+def test_summary_lower_bound_for_killed_runs(harness):
+    summary, timing = harness
+    measurements = [
+        timing.Measurement("a", "plain", 0, 2.0, 0, 1000, 0),
+        timing.Measurement("a", "slow", 0, 40.0, -9, 1000, 0, "killed", True),
+        timing.Measurement("b", "plain", 0, 1.0, 0, 1000, 0),
+        timing.Measurement("b", "slow", 0, 3.0, 0, 1000, 0),
+    ]
+    figures = summary.summarise(measurements, ["a", "b"], ["plain", "slow"])
+    row = figures["per_workload"]["a"]["slow"]
+    assert row["ratio"] is None and row["ratio_at_least"] == pytest.approx(20.0)
+    per_tool = figures["per_tool"]["slow"]
+    assert per_tool["worst_ratio"] == pytest.approx(20.0) and per_tool["worst_is_lower_bound"]
+    assert per_tool["median_is_lower_bound"] and per_tool["failed_workloads"] == []
+
+
+def test_accuracy_scoring_and_readers(harness, tmp_path):
+    from harness import accuracy
+
+    assert accuracy.error("peak", 110, 100) == pytest.approx(0.10)
+    assert accuracy.error("alloc_line", {"A": 90, "B": 300}, {"A": 100, "B": 300}) == \
+        pytest.approx(0.10)
+    assert accuracy.error("func_time", {"x": 0.5, "y": 0.5}, {"x": 0.4, "y": 0.6}) == \
+        pytest.approx(10.0)
+    assert accuracy.error("threads", None, {"x": 1.0}) is None
+
+    script = accuracy.CALIBRATION_DIR / "lines.py"
+    marks = accuracy.marked_lines(script)
+    assert set(marks) == {"A", "B", "C", "D"}
+    # Fil: folded stacks "frame;frame count", the innermost frame in the program's file wins.
+    fil_dir = tmp_path / "fil" / "run"
+    fil_dir.mkdir(parents=True)
+    (fil_dir / "peak-memory.prof").write_text(
+        f"<frozen runpy>:88 (_run_code);{script}:{marks['A']} (<module>) 100\n"
+        f"{script}:{marks['B']} (<module>);/numpy/core.py:5 (ones) 300\n"
+        "/lib/other.py:1 (f) 7\n")
+    fil = accuracy.read_fil(tmp_path / "fil", "lines", script)
+    assert fil["peak_line"]["A"] == 100 and fil["peak_line"]["B"] == 300
+    assert accuracy.read_fil(tmp_path / "fil", "peak", script)["peak"] == 407
+    # py-spy raw: shares of samples whose stack holds each phase function.
+    split = accuracy.CALIBRATION_DIR / "split.py"
+    raw = tmp_path / "py-spy.txt"
+    raw.write_text("thread (1);<module> (split.py:37);python_phase (split.py:18) 30\n"
+                   "thread (1);<module> (split.py:40);native_phase (split.py:27) 10\n"
+                   "thread (1);<module> (split.py:43);wait_phase (split.py:32) 60\n")
+    shares = accuracy.read_py_spy(raw, "split", split)["func_time"]
+    assert shares == pytest.approx({"python": 0.3, "native": 0.1, "wait": 0.6})
 
 
 def test_summary_ratios_and_failures(harness):
