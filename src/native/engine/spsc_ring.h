@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "engine/ring_bytes.h"
+
 namespace peakline::engine {
 
 class SpscRing {
@@ -79,14 +81,10 @@ class SpscRing {
 
  private:
   uint64_t CopyIn(uint64_t pos, const void* src, size_t n) {
-    const auto* s = static_cast<const uint8_t*>(src);
-    for (size_t i = 0; i < n; ++i) buf_[(pos + i) & mask_] = s[i];
-    return pos + n;
+    return RingCopyIn(buf_.get(), mask_, pos, src, n);
   }
   uint64_t CopyOut(uint64_t pos, void* dst, size_t n) const {
-    auto* d = static_cast<uint8_t*>(dst);
-    for (size_t i = 0; i < n; ++i) d[i] = buf_[(pos + i) & mask_];
-    return pos + n;
+    return RingCopyOut(buf_.get(), mask_, pos, dst, n);
   }
 
   const uint64_t capacity_;
