@@ -38,6 +38,14 @@ ThreadSlot* TakeSlot(size_t ring_bytes) {
   return new ThreadSlot(ring_bytes);
 }
 
+bool InterpreterFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
 }  // namespace
 
 Aggregator::Aggregator(const AggregatorConfig& config)
@@ -102,8 +110,12 @@ void Aggregator::Run() {
         break;
     }
     PyEval_RestoreThread(ts);
-    if (config_.sample_native_threads && tick % 10 == 0) ScanNativeThreads();
-    Tick(/*measure_wait=*/true);
+    if (busy_) {  // another thread is suspended half-way through an operation: next time
+      ++stats_.skipped_ticks;
+    } else {
+      OwnerScope owner(this);
+      Tick(/*measure_wait=*/true, config_.sample_native_threads && tick % 10 == 0);
+    }
     PyEval_SaveThread();
     ++tick;
   }
@@ -112,9 +124,22 @@ void Aggregator::Run() {
   PyThreadState_DeleteCurrent();
 }
 
-void Aggregator::Drain(bool measure_wait) { Tick(measure_wait); }
+void Aggregator::Drain(bool measure_wait) {
+  // An operation suspended in a Python callback (a code object freed by a daemon thread, for
+  // one) must finish before the last drain: it needs the GIL to do so. Once the interpreter
+  // is finalizing, a daemon thread never gets the GIL back: nothing can resume then.
+  while (busy_ && !InterpreterFinalizing()) {
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec pause = {0, 1'000'000};
+    nanosleep(&pause, nullptr);
+    Py_END_ALLOW_THREADS
+  }
+  OwnerScope owner(this);
+  Tick(measure_wait, /*scan_native=*/false);
+}
 
-void Aggregator::Tick(bool measure_wait) {
+void Aggregator::Tick(bool measure_wait, bool scan_native) {
+  if (scan_native) ScanNativeThreads();
   ++stats_.ticks;
   RegisterPythonThreads();
   main_stack_valid_ = false;
@@ -136,7 +161,6 @@ void Aggregator::Tick(bool measure_wait) {
       return table_.StackIndex(config_.main_tid, main_stack_.data(), main_stack_.size());
     });
   }
-  resolver_.ClearDead();
   MainThreadStack(&main_stack_);  // for the samples of the next interval
   stitch_stack_ = main_stack_;
   stitch_stack_valid_ = true;
@@ -312,7 +336,7 @@ void Aggregator::StitchToMain(pid_t tid, std::vector<uint32_t>* ids) {
   ids->insert(ids->end(), stitch_stack_.begin(), stitch_stack_.end());
 }
 
-void Aggregator::BeforeCodeFreed(PyObject* code) {
+void Aggregator::DrainAll() {
   bool pending = false;
   for (auto& [tid, slot] : slots_) pending |= !slot->ring.Empty();
   if (pending) {
@@ -320,9 +344,40 @@ void Aggregator::BeforeCodeFreed(PyObject* code) {
     main_stack_valid_ = false;
     for (auto& [tid, slot] : slots_) DrainRing(slot);
   }
-  // Memory events may name the dying code object too.
   if (memory_) memory_->Drain();
-  resolver_.Forget(code);
+}
+
+void Aggregator::EndOperation() {
+  // Free the code objects kept during the operation, in rounds: a drain or a deallocation can
+  // run Python, which can free (keep) more. Still the owner throughout, so nothing else
+  // enters; a program that kept freeing code faster than this would leave the rest to the
+  // next operation.
+  for (int round = 0; !kept_codes_.empty() && round < 16; ++round) {
+    std::vector<PyObject*> batch;
+    batch.swap(kept_codes_);
+    DrainAll();  // samples that name them resolve now, while the objects are intact
+    for (PyObject* code : batch) resolver_.Forget(code);
+    for (PyObject* code : batch) FinishCodeDealloc(code);
+    // Samples this thread took during those deallocations may name them: drop those frames,
+    // then let the addresses be reused.
+    const auto own = slots_.find(CurrentTid());
+    if ((own != slots_.end() && !own->second->ring.Empty()) || memory_) DrainAll();
+    for (PyObject* code : batch) resolver_.Revive(code);
+  }
+  busy_ = false;
+}
+
+bool Aggregator::BeforeCodeFreed(PyObject* code) {
+  // Kept, not freed by the interpreter now: the owner frees it in EndOperation(), after the
+  // samples that name it are resolved. If another operation is suspended in a Python callback
+  // (on this thread or another) that is the one; otherwise this call becomes the owner.
+  kept_codes_.push_back(code);
+  if (busy_) {
+    ++stats_.deferred_code_frees;
+    return true;
+  }
+  OwnerScope owner(this);
+  return true;
 }
 
 std::vector<ThreadSummary> Aggregator::Threads() const {

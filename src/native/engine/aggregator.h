@@ -10,8 +10,19 @@
 // arms timers for them; their CPU is charged to the main thread's current stack.
 //
 // Guarded by the GIL: the slot table, the resolver and the stack table are touched only with
-// the GIL held (the tick, the final Drain() in Stop, and the code-dealloc hook), so rings have
-// exactly one consumer at a time.
+// the GIL held (the tick, the final Drain() in Stop, and the code-dealloc hook).
+//
+// But holding the GIL is not enough on its own: processing calls back into Python (the file
+// filter, the torch probe), and Python code may hand the GIL to another thread half-way. So
+// one operation at a time owns the aggregator (busy_). While it is suspended in a callback:
+//   * the tick thread skips its tick;
+//   * a code object freed by any thread is kept intact, not deallocated yet (see
+//     InstallCodeDeallocHook): the owner drains the samples that may name it when it is done,
+//     then forgets and frees it (EndOperation) — as it does for the objects freed while
+//     nothing was suspended;
+//   * Drain() (from Stop) waits, without the GIL, until the owner is done.
+// Code that calls into Python therefore never holds a reference or iterator into the tables
+// across the call: see ReportedFiles.
 #ifndef PEAKLINE_ENGINE_AGGREGATOR_H_
 #define PEAKLINE_ENGINE_AGGREGATOR_H_
 
@@ -60,6 +71,8 @@ struct AggregatorStats {
   int64_t truncated_stacks = 0;
   int64_t ticks = 0;
   int64_t timer_errors = 0;
+  int64_t skipped_ticks = 0;          // the tick found another operation suspended in Python
+  int64_t deferred_code_frees = 0;    // code objects freed while an operation was suspended
 };
 
 struct ThreadSummary {
@@ -89,12 +102,33 @@ class Aggregator {
   std::vector<ThreadSummary> Threads() const;
   int64_t DroppedSamples() const;
 
-  // GIL held: resolve everything pending, then forget this code object.
-  void BeforeCodeFreed(PyObject* code);
+  // GIL held, from the code-object deallocation hook. Keeps the object (returns true): the
+  // operation that owns the aggregator — this call, or one suspended in a Python callback —
+  // resolves every pending sample while the object is intact, then frees it
+  // (EndOperation).
+  bool BeforeCodeFreed(PyObject* code);
 
  private:
+  // One operation (a tick, the final drain, a code-object free) owns the aggregator for its
+  // lifetime; the GIL is held throughout, except inside the Python callbacks it makes.
+  class OwnerScope {
+   public:
+    explicit OwnerScope(Aggregator* a) : a_(a) { a_->busy_ = true; }
+    ~OwnerScope() { a_->EndOperation(); }
+    OwnerScope(const OwnerScope&) = delete;
+    OwnerScope& operator=(const OwnerScope&) = delete;
+
+   private:
+    Aggregator* a_;
+  };
+  // Frees the code objects kept meanwhile, each after draining the samples that may name it,
+  // then gives up ownership.
+  void EndOperation();
+  void DrainAll();
+
   void Run();
-  void Tick(bool measure_wait);
+  // Owner only. scan_native: also look for new native threads.
+  void Tick(bool measure_wait, bool scan_native);
   void RegisterPythonThreads();
   void ScanNativeThreads();
   bool IsGpuPoller(pid_t tid) const {  // peakline's own NVML thread: never sampled
@@ -131,6 +165,9 @@ class Aggregator {
   std::vector<uint32_t> stitch_stack_;  // the main thread's stack at the previous tick
   bool stitch_stack_valid_ = false;
   alignas(8) uint8_t record_[kMaxRecordBytes];
+
+  bool busy_ = false;                 // an operation owns the aggregator (GIL-guarded)
+  std::vector<PyObject*> kept_codes_;  // freed while busy_: refcount 0, not yet deallocated
 
   std::mutex mu_;  // guards stop_ for the condition variable
   std::condition_variable cv_;

@@ -18,15 +18,16 @@ std::string_view Utf8(PyObject* s) {
 }
 
 destructor g_original_dealloc = nullptr;
-void (*g_before_free)(PyObject*) = nullptr;
+bool (*g_before_free)(PyObject*) = nullptr;
 
 void HookedCodeDealloc(PyObject* code) {
   if (g_before_free != nullptr) {
     // The hook may run Python API calls; keep any pending exception of the caller intact.
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
-    g_before_free(code);
+    const bool kept = g_before_free(code);
     PyErr_Restore(type, value, tb);
+    if (kept) return;  // FinishCodeDealloc() frees it later
   }
   g_original_dealloc(code);
 }
@@ -54,7 +55,14 @@ uint32_t CodeResolver::Resolve(PyObject* code_obj, int32_t lasti) {
   return id;
 }
 
-void InstallCodeDeallocHook(void (*before_free)(PyObject* code)) {
+void FinishCodeDealloc(PyObject* code) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  g_original_dealloc(code);
+  PyErr_Restore(type, value, tb);
+}
+
+void InstallCodeDeallocHook(bool (*before_free)(PyObject* code)) {
   g_before_free = before_free;
   if (PyCode_Type.tp_dealloc != HookedCodeDealloc) {
     g_original_dealloc = PyCode_Type.tp_dealloc;

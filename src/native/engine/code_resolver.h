@@ -8,7 +8,7 @@
 // fresh code in a loop), and its address can then be reused. Interposing
 // PyCode_Type.tp_dealloc lets the profiler resolve every pending sample *before* a code
 // object is freed and forget the object's cache entry, so a pointer in the cache or in a
-// ring always names a live code object.
+// ring always names a live code object (Aggregator::BeforeCodeFreed / EndOperation).
 #ifndef PEAKLINE_ENGINE_CODE_RESOLVER_H_
 #define PEAKLINE_ENGINE_CODE_RESOLVER_H_
 
@@ -29,17 +29,18 @@ class CodeResolver {
 
   // Frame id of (code, lasti). code must be a live code object (GIL held).
   uint32_t Resolve(PyObject* code, int32_t lasti);
-  // Forget everything about code (called from the deallocation hook). Until the next
-  // ClearDead(), the address counts as dead: a frame captured while the code object was
-  // being torn down (an allocation inside its frame's cleanup) must not be resolved.
+  // Forget everything about code, which is about to be deallocated, and count its address as
+  // dead until Revive(): a sample captured *during* the deallocation (a CPU signal, or an
+  // allocation, while the dying frame is still the thread's current one) names it and must
+  // not be resolved.
   void Forget(const void* code) {
     codes_.erase(code);
     dead_.insert(code);
   }
+  // After the deallocation, once those samples are drained: the address may now belong to a
+  // new code object, whose samples must resolve.
+  void Revive(const void* code) { dead_.erase(code); }
   bool IsDead(const void* code) const { return !dead_.empty() && dead_.count(code) != 0; }
-  // Called after every drain: events captured before a death were resolved by the drain the
-  // deallocation hook ran first; later ones are gone now.
-  void ClearDead() { dead_.clear(); }
 
  private:
   struct CodeInfo {
@@ -54,9 +55,14 @@ class CodeResolver {
 };
 
 // Installs `before_free` to run (GIL held) just before any code object is deallocated.
-// Not thread safe: call with the GIL held. Uninstall restores the original slot if it is
-// still ours.
-void InstallCodeDeallocHook(void (*before_free)(PyObject* code));
+// before_free returns true to keep the object for now: its reference count is zero and
+// nothing can reach it (code objects are not tracked by the garbage collector; a weak
+// reference to an object whose count is zero reads as dead), but its memory stays intact and
+// readable until the caller passes it to FinishCodeDealloc(), which runs the deallocation
+// the interpreter asked for. Not thread safe: call with the GIL held. Uninstall restores the
+// original slot if it is still ours.
+void InstallCodeDeallocHook(bool (*before_free)(PyObject* code));
+void FinishCodeDealloc(PyObject* code);
 void UninstallCodeDeallocHook();
 
 }  // namespace peakline::engine

@@ -106,7 +106,8 @@ void MemoryAggregator::Process(const memory::MemoryEvent& ev, const RawFrame* fr
 
 int32_t MemoryAggregator::AttributionLine(const std::vector<uint32_t>& frame_ids) {
   for (uint32_t id : frame_ids) {  // leaf first: the innermost reported frame wins
-    const profile::FrameKey& f = table_->frames()[id];
+    // A copy: Reported() may call Python, and the tables must not be referenced across it.
+    const profile::FrameKey f = table_->frames()[id];
     if (!reported_->Reported(f.file_id)) continue;
     const uint64_t key = (static_cast<uint64_t>(f.file_id) << 32) | static_cast<uint32_t>(f.lineno);
     auto it = line_index_.find(key);

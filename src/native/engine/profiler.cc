@@ -68,8 +68,8 @@ int64_t g_start_ns = 0;
 int64_t g_memory_interval = 0;
 int64_t g_copy_interval = 0;
 
-void BeforeCodeFreed(PyObject* code) {
-  if (g_session) g_session->BeforeCodeFreed(code);
+bool BeforeCodeFreed(PyObject* code) {
+  return g_session != nullptr && g_session->BeforeCodeFreed(code);
 }
 
 // Returns "" or what could not be located (a classification that silently degraded would
@@ -277,6 +277,8 @@ Snapshot CollectProfile() {
                 {"truncated_stacks", s.truncated_stacks},
                 {"ticks", s.ticks},
                 {"timer_errors", s.timer_errors},
+                {"skipped_ticks", s.skipped_ticks},
+                {"deferred_code_frees", s.deferred_code_frees},
                 {"cpu_interval_ns", g_finished->config().cpu_interval_ns},
                 {"tick_interval_ns", g_finished->config().tick_ns},
                 // The session's time zero on CLOCK_MONOTONIC: every *_ns time above and the

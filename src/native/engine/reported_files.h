@@ -11,6 +11,7 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -33,16 +34,20 @@ class ReportedFiles {
     if (it != cache_.end()) return it->second;
     bool reported = true;
     if (filter_ != nullptr) {
-      // No garbage collection during the call: a collection could free a code object, whose
-      // deallocation hook would re-enter the drain that asked.
-      const int gc_was_enabled = PyGC_Disable();
-      PyObject* name = PyUnicode_FromString(table_->strings()[file_id].c_str());
+      // The call may hand the GIL to other threads, and a collection inside it may free code
+      // objects: the aggregator copes (see aggregator.h); callers hold no reference into the
+      // tables across this call. It may run inside a deallocation while an exception is
+      // being raised, so that exception is set aside and put back.
+      PyObject *type, *value, *traceback;
+      PyErr_Fetch(&type, &value, &traceback);
+      std::string file = table_->strings()[file_id];
+      PyObject* name = PyUnicode_FromStringAndSize(file.data(), static_cast<Py_ssize_t>(file.size()));
       PyObject* result = name ? PyObject_CallOneArg(filter_, name) : nullptr;
-      if (gc_was_enabled) PyGC_Enable();
       reported = result != nullptr && PyObject_IsTrue(result) == 1;
-      if (result == nullptr) PyErr_Clear();
+      if (PyErr_Occurred()) PyErr_Clear();
       Py_XDECREF(result);
       Py_XDECREF(name);
+      PyErr_Restore(type, value, traceback);
     }
     cache_.emplace(file_id, reported);
     return reported;
@@ -50,7 +55,8 @@ class ReportedFiles {
 
   bool AnyReported(const std::vector<uint32_t>& frame_ids) {
     for (uint32_t id : frame_ids) {
-      if (Reported(table_->frames()[id].file_id)) return true;
+      const uint32_t file_id = table_->frames()[id].file_id;
+      if (Reported(file_id)) return true;
     }
     return false;
   }

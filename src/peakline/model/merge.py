@@ -35,7 +35,7 @@ _LINE_SUMS = (*_TIME_FIELDS, "samples", "alloc_python_bytes", "alloc_native_byte
               "free_bytes", "net_bytes", "live_at_peak_bytes", "copy_bytes")
 _FUNCTION_SUMS = (*_LINE_SUMS, "self_s", "inclusive_s")
 _SAMPLING_SUMS = ("cpu_samples", "wait_samples", "dropped_samples", "invalid_frames",
-                  "truncated_stacks")
+                  "truncated_stacks", "deferred_code_frees", "skipped_ticks")
 _MEMORY_SUMS = ("alloc_samples", "free_samples", "copy_samples", "not_sampled_events",
                 "unattributed_alloc_bytes")
 

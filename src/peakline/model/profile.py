@@ -458,10 +458,14 @@ class Sampling(_Record):
     dropped_samples: int = 0
     invalid_frames: int = 0
     truncated_stacks: int = 0
+    # Optional (0 when absent): how often the core met itself half-way (docs/sampling.md).
+    deferred_code_frees: int = 0
+    skipped_ticks: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
-    _FIELDS = tuple(_Field(name, _count) for name in (
-        "cpu_samples", "wait_samples", "dropped_samples", "invalid_frames", "truncated_stacks"))
+    _FIELDS = (*(_Field(name, _count) for name in (
+        "cpu_samples", "wait_samples", "dropped_samples", "invalid_frames", "truncated_stacks")),
+        _optional("deferred_code_frees", _count), _optional("skipped_ticks", _count))
 
     @property
     def samples(self) -> int:
