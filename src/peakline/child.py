@@ -298,6 +298,7 @@ def _on_sigterm(signum, frame) -> None:  # noqa: ARG001
     # Unprofiled, SIGTERM kills the child at once: write what was measured, die the same way.
     # It often comes while the profile is being written at exit (Pool.terminate after the
     # workers got their stop sentinel): then the write finishes first, and re-raises it.
+    runner.sigterm_handler_started(signum)
     if _own is not None and _own.writing and _own.pid == os.getpid():
         _own.deferred_signal = signum
         return
@@ -323,7 +324,7 @@ def _install_exit_handlers() -> None:
     try:
         current = signal.getsignal(signal.SIGTERM)
         if current == signal.SIG_DFL or is_peakline_handler(current):
-            signal.signal(signal.SIGTERM, _on_sigterm)
+            runner.install_sigterm_handler(_on_sigterm)
     except ValueError:  # not the main thread
         pass
 

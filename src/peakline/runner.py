@@ -176,3 +176,32 @@ def remove_os_exit(callback) -> None:
         _os_exit_callbacks.remove(callback)
     if not _os_exit_callbacks and os._exit is _os_exit:
         os._exit = _real_os_exit
+
+
+# ---- SIGTERM ------------------------------------------------------------------------------
+# Unprofiled, SIGTERM kills at once; profiled, a Python handler writes what was measured and
+# then dies by SIGTERM. A Python handler runs only when the main thread next checks for
+# signals, and a main thread that blocked right after the signal arrived (a Pool worker going
+# back to sem_wait for its next task) would never check: the core re-sends the signal to it
+# until the handler reports in (engine/signal_watch.h).
+
+
+def install_sigterm_handler(handler) -> None:
+    """``signal.signal(SIGTERM, handler)``, with the core making sure the handler gets to run.
+    ``handler`` must call ``sigterm_handler_started(signum)`` first thing."""
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        from peakline import _core
+
+        _core.watch_signal(signal.SIGTERM)
+    except (ImportError, RuntimeError, AttributeError):  # an old core, an odd platform
+        pass
+
+
+def sigterm_handler_started(signum: int) -> None:
+    try:
+        from peakline import _core
+
+        _core.signal_handled(signum)
+    except (ImportError, AttributeError):
+        pass

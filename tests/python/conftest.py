@@ -1,7 +1,12 @@
 """Shared fixtures: synthetic raw snapshots (docs/internals-raw-samples.md) and profiles built
-from them, so model, builder and reporter tests need neither the C++ core nor a real run."""
+from them, so model, builder and reporter tests need neither the C++ core nor a real run; and
+the tiny test C extension, built once per session."""
 
 from __future__ import annotations
+
+import subprocess
+import sysconfig
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +109,16 @@ def app_profile(build, app_source):
     ]
     return build(frames, stacks, meta=_make_meta(thread_names={1: "MainThread"}),
                  dropped_samples=7)
+
+
+@pytest.fixture(scope="session")
+def testext_dir(tmp_path_factory):
+    """Builds the tiny C extension tests/programs/native_ext/peakline_testext.c with the system
+    compiler (no build backend needed); put the directory on PYTHONPATH to import it."""
+    out = tmp_path_factory.mktemp("ext")
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    src = Path(__file__).resolve().parent.parent / "programs" / "native_ext" / "peakline_testext.c"
+    cmd = ["cc", "-shared", "-fPIC", "-O1", f"-I{sysconfig.get_paths()['include']}", str(src),
+           "-o", str(out / f"peakline_testext{suffix}")]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+    return out

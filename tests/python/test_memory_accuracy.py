@@ -13,9 +13,7 @@ live_end_bytes) are counted, not sampled: their slack is the per-thread flush gr
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import sysconfig
 
 import pytest
 
@@ -28,18 +26,6 @@ MiB = 1 << 20
 
 def alloc(rec: dict) -> int:
     return rec["alloc_python_bytes"] + rec["alloc_native_bytes"]
-
-
-@pytest.fixture(scope="module")
-def testext_dir(tmp_path_factory):
-    """Builds the tiny C extension with the system compiler (no build backend needed)."""
-    out = tmp_path_factory.mktemp("ext")
-    suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    src = PROGRAMS / "native_ext" / "peakline_testext.c"
-    cmd = ["cc", "-shared", "-fPIC", "-O1", f"-I{sysconfig.get_paths()['include']}", str(src),
-           "-o", str(out / f"peakline_testext{suffix}")]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
-    return out
 
 
 @pytest.fixture(scope="module")

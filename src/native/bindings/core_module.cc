@@ -3,9 +3,12 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "engine/profiler.h"
+#include "engine/signal_watch.h"
 
 namespace nb = nanobind;
 using peakline::engine::ProfilerConfig;
@@ -38,6 +41,13 @@ void Start(int64_t cpu_interval_ns, int64_t tick_ns, bool sample_native_threads,
 void Stop() {
   if (std::string err = peakline::engine::StopProfiler(); !err.empty()) {
     throw std::runtime_error(err);
+  }
+}
+
+void WatchSignal(int signo) {
+  if (int err = peakline::engine::WatchSignal(signo); err != 0) {
+    throw std::runtime_error(std::string("cannot watch signal ") + std::to_string(signo) + ": " +
+                             std::strerror(err));
   }
 }
 
@@ -127,4 +137,7 @@ NB_MODULE(_core, m) {
   m.def("active", &peakline::engine::ProfilerActive);
   m.def("collect", &Collect);
   m.def("reset_after_fork", &peakline::engine::ResetAfterForkInChild);
+  m.def("watch_signal", &WatchSignal, nb::arg("signo"),
+        "Make sure the Python handler of this signal runs (engine/signal_watch.h).");
+  m.def("signal_handled", &peakline::engine::SignalHandled, nb::arg("signo"));
 }

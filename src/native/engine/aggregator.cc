@@ -8,7 +8,9 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "engine/own_threads.h"
 #include "engine/python_frames.h"
+#include "engine/signal_watch.h"
 #include "hooks/allocation_hooks.h"
 #include "engine/thread_cpu_timer.h"
 
@@ -75,7 +77,10 @@ void Aggregator::Start() {
   RegisterPythonThreads();
   if (config_.sample_native_threads) ScanNativeThreads();
   if (gpu_) gpu_->Start(MonotonicNowNs());
-  thread_ = std::thread([this] { Run(); });
+  {
+    BlockSignalsForNewThreads no_signals;
+    thread_ = std::thread([this] { Run(); });
+  }
   thread_started_ = true;
 }
 
@@ -99,6 +104,7 @@ void Aggregator::StopThread() {
 }
 
 void Aggregator::Run() {
+  NameThisThread("peakline-tick");
   own_tid_ = CurrentTid();
   hooks::MarkCurrentThreadInternal();
   PyThreadState* ts = PyThreadState_New(PyInterpreterState_Main());
@@ -109,6 +115,9 @@ void Aggregator::Run() {
       if (cv_.wait_for(lock, std::chrono::nanoseconds(config_.tick_ns), [this] { return stop_; }))
         break;
     }
+    // Without the GIL: a signal whose Python handler has not run may need re-sending to a
+    // main thread that went to sleep just after it arrived (engine/signal_watch.h).
+    KickPendingSignals(config_.main_tid, MonotonicNowNs());
     PyEval_RestoreThread(ts);
     if (busy_) {  // another thread is suspended half-way through an operation: next time
       ++stats_.skipped_ticks;
@@ -125,6 +134,14 @@ void Aggregator::Run() {
 }
 
 void Aggregator::Drain(bool measure_wait) {
+  if (busy_ && owner_tid_ == CurrentTid()) {
+    // Called from inside this thread's own operation: Python code run by one of its
+    // callbacks stopped the profile (a SIGTERM handler writing the profile, a finalizer).
+    // That operation cannot finish before we return, and waiting would deadlock: the last
+    // interval's samples are left out instead.
+    ++stats_.skipped_ticks;
+    return;
+  }
   // An operation suspended in a Python callback (a code object freed by a daemon thread, for
   // one) must finish before the last drain: it needs the GIL to do so. Once the interpreter
   // is finalizing, a daemon thread never gets the GIL back: nothing can resume then.

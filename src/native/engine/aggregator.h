@@ -20,7 +20,9 @@
 //     InstallCodeDeallocHook): the owner drains the samples that may name it when it is done,
 //     then forgets and frees it (EndOperation) — as it does for the objects freed while
 //     nothing was suspended;
-//   * Drain() (from Stop) waits, without the GIL, until the owner is done.
+//   * Drain() (from Stop) waits, without the GIL, until the owner is done — unless the owner
+//     is the calling thread itself (a signal handler or finalizer run by one of its callbacks
+//     stopped the profile): then the final drain is skipped, as waiting would never end.
 // Code that calls into Python therefore never holds a reference or iterator into the tables
 // across the call: see ReportedFiles.
 #ifndef PEAKLINE_ENGINE_AGGREGATOR_H_
@@ -43,6 +45,7 @@
 #include "engine/memory_aggregator.h"
 #include "engine/reported_files.h"
 #include "engine/sample_record.h"
+#include "engine/thread_cpu_timer.h"
 #include "engine/thread_slot.h"
 #include "gpu/gpu_aggregator.h"
 #include "profile/stack_table.h"
@@ -98,6 +101,7 @@ class Aggregator {
   const MemoryAggregator* memory() const { return memory_.get(); }
   const gpu::GpuAggregator* gpu() const { return gpu_.get(); }
   const AggregatorStats& stats() const { return stats_; }
+  bool busy() const { return busy_; }  // an operation is under way (maybe suspended)
   const AggregatorConfig& config() const { return config_; }
   std::vector<ThreadSummary> Threads() const;
   int64_t DroppedSamples() const;
@@ -113,7 +117,10 @@ class Aggregator {
   // lifetime; the GIL is held throughout, except inside the Python callbacks it makes.
   class OwnerScope {
    public:
-    explicit OwnerScope(Aggregator* a) : a_(a) { a_->busy_ = true; }
+    explicit OwnerScope(Aggregator* a) : a_(a) {
+      a_->busy_ = true;
+      a_->owner_tid_ = CurrentTid();
+    }
     ~OwnerScope() { a_->EndOperation(); }
     OwnerScope(const OwnerScope&) = delete;
     OwnerScope& operator=(const OwnerScope&) = delete;
@@ -167,6 +174,7 @@ class Aggregator {
   alignas(8) uint8_t record_[kMaxRecordBytes];
 
   bool busy_ = false;                 // an operation owns the aggregator (GIL-guarded)
+  pid_t owner_tid_ = 0;               // the thread of that operation
   std::vector<PyObject*> kept_codes_;  // freed while busy_: refcount 0, not yet deallocated
 
   std::mutex mu_;  // guards stop_ for the condition variable

@@ -125,7 +125,9 @@ std::string StartProfiler(const ProfilerConfig& config) {
   if (int err = InstallCpuSignalHandler(ac.signo, CapturePythonStack); err != 0) {
     return std::string("cannot install the sampling signal handler: ") + std::strerror(err);
   }
-  delete g_finished;
+  // A finished session whose operation is still on some stack (stopped from inside one of
+  // its own callbacks) is left alive: it resumes when that callback returns.
+  if (g_finished != nullptr && !g_finished->busy()) delete g_finished;
   g_finished = nullptr;
   g_session = new Aggregator(ac);
   InstallCodeDeallocHook(BeforeCodeFreed);

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/own_threads.h"
+
 namespace peakline::gpu {
 
 namespace {
@@ -71,7 +73,10 @@ void NvmlPoller::Start() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = false;
   }
-  thread_ = std::thread([this] { Run(); });
+  {
+    engine::BlockSignalsForNewThreads no_signals;
+    thread_ = std::thread([this] { Run(); });
+  }
   // Until the thread has published its tid, the CPU sampler could take it for a user thread.
   while (thread_tid_.load(std::memory_order_relaxed) == 0) std::this_thread::yield();
 }
@@ -88,6 +93,7 @@ void NvmlPoller::Stop() {
 }
 
 void NvmlPoller::Run() {
+  engine::NameThisThread("peakline-gpu");
   if (options_.on_thread_start != nullptr) options_.on_thread_start();
   thread_tid_.store(static_cast<pid_t>(syscall(SYS_gettid)), std::memory_order_relaxed);
   std::unique_lock<std::mutex> lock(mu_);

@@ -193,6 +193,7 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
         # Unprofiled, SIGTERM kills the process at once (no cleanup runs); we write what was
         # measured, then die by the same signal. A fork child inherits this handler: there it
         # writes the child's own profile (peakline.child).
+        runner.sigterm_handler_started(signum)
         if os.getpid() == main_pid:
             if writing:  # the profile is being written: let it finish, then die by signum
                 deferred.append(signum)
@@ -212,7 +213,7 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
                              finishing=False)
 
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, on_sigterm)
+        runner.install_sigterm_handler(on_sigterm)
     if tracker is not None:
         tracker.install()
     session.start()

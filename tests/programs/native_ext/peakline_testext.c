@@ -1,11 +1,16 @@
-/* A tiny C extension for the memory tests: allocates native memory with malloc and with an
+/* A tiny C extension for the tests: allocates native memory with malloc and with an
  * anonymous mmap, touches every page, and keeps it until release() — the known truth the
- * profiler's per-line native bytes are compared with. Built by the tests with the system
- * compiler (tests/python/test_memory_accuracy.py), loaded with dlopen like any extension. */
+ * profiler's per-line native bytes are compared with — and blocks right after a signal
+ * (signal_then_block). Built by the tests with the system compiler (the testext_dir fixture
+ * in tests/python/conftest.py), loaded with dlopen like any extension. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define MAX_BLOCKS 64
 static void *blocks[MAX_BLOCKS];
@@ -45,10 +50,34 @@ static PyObject *release(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* Sends this process `signo`, then blocks on a semaphore nobody posts, checking for Python
+ * signal handlers only when the wait is interrupted (as multiprocessing's SemLock does). The
+ * signal's C handler has already run when the wait starts: only a second, interrupting signal
+ * lets a Python handler run. Unprofiled, with SIGTERM's default action, the process dies in
+ * kill(). */
+static PyObject *signal_then_block(PyObject *self, PyObject *args) {
+  int signo;
+  if (!PyArg_ParseTuple(args, "i", &signo)) return NULL;
+  sem_t sem;
+  if (sem_init(&sem, 0, 0) != 0) return PyErr_SetFromErrno(PyExc_OSError);
+  kill(getpid(), signo);
+  int res;
+  do {
+    Py_BEGIN_ALLOW_THREADS
+    res = sem_wait(&sem);
+    Py_END_ALLOW_THREADS
+  } while (res < 0 && errno == EINTR && !PyErr_CheckSignals());
+  sem_destroy(&sem);
+  if (res < 0) return NULL; /* the handler raised */
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"malloc_keep", malloc_keep, METH_VARARGS, "malloc n bytes, touch them, keep them"},
     {"mmap_keep", mmap_keep, METH_VARARGS, "mmap n anonymous bytes, touch them, keep them"},
     {"release", release, METH_NOARGS, "free everything kept"},
+    {"signal_then_block", signal_then_block, METH_VARARGS,
+     "kill(getpid(), signo), then block until a signal handler raises"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "peakline_testext", NULL, -1, methods};
