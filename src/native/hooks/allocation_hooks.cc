@@ -24,22 +24,11 @@ using memory::ByteSampler;
 using memory::MemoryEvent;
 using memory::MemoryEventType;
 
-// ---- Per-thread state: initial-exec TLS, zero-initialised POD (no lazy TLS constructor can
-// run inside malloc). -------------------------------------------------------------------------
-struct HookThreadState {
-  int32_t busy;          // inside a hook's own bookkeeping: nested calls pass straight through
-  int32_t python_depth;  // inside a PyMem/PyObject call: underlying malloc/mmap not sampled
-  bool internal;         // a peakline thread: nothing counted
-  int32_t tid;           // cached kernel thread id (0 = unknown)
-  uint32_t session;      // the session whose samplers and delta this state holds
-  bool exit_flush;       // a thread-exit destructor will flush `delta`
-  int64_t delta;         // unflushed live-bytes change
-  int64_t pending_peak;  // a new peak reached inside a Python-domain call, not yet announced
-  int64_t pending_peak_time_ns;
-  ByteSampler alloc;
-  ByteSampler copy;
-};
-__attribute__((tls_model("initial-exec"))) thread_local HookThreadState t_state;
+using internal::Counting;
+using internal::g_counting;
+using internal::g_sampled;
+using internal::g_session;
+using internal::t_state;
 
 // ---- Real functions, filled by the SymbolPatcher before any slot is patched. -----------------
 struct RealFunctions {
@@ -67,18 +56,15 @@ struct RealFunctions {
 RealFunctions g_real;
 
 // ---- Session state. Written only while hooks are not counting (g_counting false). -----------
-std::atomic<bool> g_counting{false};
 std::atomic<bool> g_copies{false};
 int64_t g_alloc_mean = 512 * 1024;
 int64_t g_copy_mean = 2 * 1024 * 1024;
 MemoryStackCapture g_capture = nullptr;
 engine::MpscRing* g_ring = nullptr;            // leaked on purpose: a late hook may still read it
-memory::SampledPointerTable* g_sampled = nullptr;
 memory::HeapCounters g_heap;
 SymbolPatcher* g_patcher = nullptr;
 std::atomic<uint64_t> g_alloc_samples{0}, g_free_samples{0}, g_copy_samples{0}, g_untracked{0};
 std::atomic<uint64_t> g_seed{0x9E3779B97F4A7C15ULL};
-std::atomic<uint32_t> g_session{0};  // incremented by every StartMemoryHooks
 pthread_key_t g_exit_key;            // its destructor flushes an exiting thread's delta
 bool g_exit_key_ok = false;
 
@@ -133,10 +119,6 @@ struct BusyScope {
   ~BusyScope() { --s_.busy; }
   HookThreadState& s_;
 };
-
-inline bool Counting(const HookThreadState& s) {
-  return g_counting.load(std::memory_order_relaxed) && s.busy == 0 && !s.internal;
-}
 
 int32_t Tid(HookThreadState& s) {
   if (s.tid == 0) s.tid = static_cast<int32_t>(syscall(SYS_gettid));
@@ -263,18 +245,27 @@ inline void OnNativeFree(void* ptr) {
   Account(s, -static_cast<int64_t>(malloc_usable_size(ptr)));
 }
 
-inline void OnCopy(size_t n) {
-  HookThreadState& s = t_state;
-  if (!g_copies.load(std::memory_order_relaxed) || !Counting(s)) return;
-  if (__builtin_expect(s.session != g_session.load(std::memory_order_relaxed), 0)) {
-    BusyScope busy(s);
-    EnsureSession(s);
-  }
-  if (__builtin_expect(!s.copy.Record(static_cast<int64_t>(n), g_copy_mean), 1)) return;
+// A sampling point on the copy stream, or this thread's first copy in a new session.
+__attribute__((noinline, cold)) void CopySlow(HookThreadState& s, int64_t n) {
   BusyScope busy(s);
+  EnsureSession(s);
+  if (!s.copy.Record(n, g_copy_mean)) return;
   g_copy_samples.fetch_add(1, std::memory_order_relaxed);
-  PushEvent(s, MemoryEventType::kCopy, 0, 0, static_cast<int64_t>(n),
-            ByteSampler::Weight(static_cast<int64_t>(n), g_copy_mean), 0, true);
+  PushEvent(s, MemoryEventType::kCopy, 0, 0, n, ByteSampler::Weight(n, g_copy_mean), 0, true);
+}
+
+// Every memcpy of every patched library comes here: a countdown subtraction, nothing else.
+__attribute__((always_inline)) inline void OnCopy(size_t n) {
+  if (!g_copies.load(std::memory_order_relaxed)) return;  // only ever on while counting
+  HookThreadState& s = t_state;
+  if (s.busy != 0 || s.internal) return;
+  const auto bytes = static_cast<int64_t>(n);
+  if (__builtin_expect(s.copy.countdown > bytes &&
+                           s.session == g_session.load(std::memory_order_relaxed), 1)) {
+    s.copy.countdown -= bytes;
+    return;
+  }
+  CopySlow(s, bytes);
 }
 
 // ---- The replacements ------------------------------------------------------------------------
@@ -453,7 +444,10 @@ bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
   g_copy_mean = config.copy_mean_bytes;
   g_capture = capture;
   if (g_ring == nullptr) g_ring = new engine::MpscRing(config.event_ring_bytes);
-  if (g_sampled == nullptr) g_sampled = new memory::SampledPointerTable(18);
+  // 64 Ki slots (512 KiB, all resident after Clear): at the default mean of 512 KiB, a
+  // 10 GiB heap holds about 20 Ki sampled blocks, a third of the slots. A full probe window
+  // makes a sample "untracked" (counted), never a crash.
+  if (g_sampled == nullptr) g_sampled = new memory::SampledPointerTable(16);
   if (g_mappings == nullptr) g_mappings = new MappingTable();
   // Drain anything left from an earlier session: the consumer is us, the producers are off.
   alignas(8) uint8_t scratch[sizeof(MemoryEvent) + memory::kMaxMemoryFrames * sizeof(engine::RawFrame)];
@@ -501,8 +495,8 @@ bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
 }
 
 void StopMemoryHooks() {
+  g_copies.store(false, std::memory_order_relaxed);  // copies first: OnCopy trusts it alone
   g_counting.store(false, std::memory_order_relaxed);
-  g_copies.store(false, std::memory_order_relaxed);
   if (g_patcher != nullptr) g_patcher->Uninstall();
   // Flush this thread's residue; other threads' residues (< 64 KiB each) are lost.
   HookThreadState& s = t_state;
@@ -526,12 +520,14 @@ MemoryHookStats HookStats() {
 
 void MarkCurrentThreadInternal() { t_state.internal = true; }
 
-void EnterPythonDomain() { ++t_state.python_depth; }
-void LeavePythonDomain() { --t_state.python_depth; }
+namespace internal {
 
-void OnPythonAlloc(void* ptr, size_t size) {
-  HookThreadState& s = t_state;
-  if (ptr == nullptr || !Counting(s)) return;
+__thread HookThreadState t_state __attribute__((tls_model("initial-exec")));
+std::atomic<bool> g_counting{false};
+std::atomic<uint32_t> g_session{0};
+memory::SampledPointerTable* g_sampled = nullptr;
+
+void PythonAllocSlow(HookThreadState& s, void* ptr, size_t size) {
   BusyScope busy(s);
   SampleAlloc(s, ptr, size, memory::kDomainPython);
   if (s.pending_peak != 0) {
@@ -540,11 +536,11 @@ void OnPythonAlloc(void* ptr, size_t size) {
   }
 }
 
-void OnPythonFree(void* ptr) {
-  HookThreadState& s = t_state;
-  if (ptr == nullptr || !Counting(s)) return;
+void PythonFreeSlow(HookThreadState& s, void* ptr) {
   BusyScope busy(s);
   SampleFree(s, ptr);
 }
+
+}  // namespace internal
 
 }  // namespace peakline::hooks

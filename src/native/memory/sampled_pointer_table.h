@@ -62,6 +62,10 @@ class SampledPointerTable {
     return false;
   }
 
+  // False proves the key absent (one byte load); true means "probe with Remove".
+  bool MayContain(uintptr_t key) const {
+    return filter_[FilterIndex(key)].load(std::memory_order_acquire) != 0;
+  }
   // Hot path (every free): returns true if the key was present and is now removed.
   bool Remove(uintptr_t key) {
     std::atomic<uint8_t>& count = filter_[FilterIndex(key)];

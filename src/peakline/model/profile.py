@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -791,7 +790,7 @@ def write_profile(profile: Profile, path: str | os.PathLike) -> None:
     text = dumps_profile(profile)
     directory = os.path.dirname(os.path.abspath(path))
     # os.open with 0o666 (not mkstemp's 0o600) so the file gets the user's umask like any other.
-    tmp_path = os.path.join(directory, f".peakline-{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    tmp_path = os.path.join(directory, f".peakline-{os.getpid()}-{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="ascii") as stream:
