@@ -81,7 +81,7 @@ class _Run:
             if children or unfinished:
                 profile = merge_processes(profile, children, unfinished)
         if self.outfile:
-            from peakline.model.profile import write_profile
+            from peakline.model.profile_file import write_profile
 
             write_profile(profile, self.outfile)
         return profile

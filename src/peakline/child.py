@@ -127,7 +127,7 @@ class ChildTracker:
         """(profiles of the children that ended, records of those that did not), then the
         directory is removed. Call after the program's own work is done."""
         from peakline.errors import ProfileFormatError
-        from peakline.model.profile import read_profile
+        from peakline.model.profile_file import read_profile
 
         if shutdown_executors:
             _shutdown_reusable_executors()
@@ -213,7 +213,7 @@ class _OwnProfile:
             os.kill(os.getpid(), self.deferred_signal)
 
     def _write(self, exit_code: int | None) -> None:
-        from peakline.model.profile import write_profile
+        from peakline.model.profile_file import write_profile
 
         if self.session.running:
             self.session.stop()

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import peakline.model.profile as profile_module
+import peakline.model.profile_file as profile_file_module
 from peakline.errors import ProfileFormatError
 from peakline.model import (
     FORMAT_VERSION,
@@ -72,18 +73,23 @@ def test_unknown_fields_survive_read_then_write(app_profile):
 def test_known_optional_fields_are_validated_when_present_and_omitted_when_none():
     # The mechanism later memory/GPU fields use: a dataclass field + a non-required _Field.
     @dataclass
-    class MemoryLine(LineRecord):
-        alloc_python_bytes: int | None = None
-        _FIELDS = LineRecord._FIELDS + (_Field("alloc_python_bytes", _count, required=False),)
+    class NpuLine(LineRecord):
+        npu_bytes: int | None = None
+        _FIELDS = LineRecord._FIELDS + (_Field("npu_bytes", _count, required=False),)
 
     base = {"lineno": 3, "cpu_python_s": 0, "cpu_native_s": 0, "cpu_system_s": 0,
             "wait_s": 0, "samples": 1}
-    assert "alloc_python_bytes" not in MemoryLine._from_json(base, "x").to_dict()
-    record = MemoryLine._from_json({**base, "alloc_python_bytes": 64}, "x")
-    assert record.alloc_python_bytes == 64 and record.extra == {}
-    assert record.to_dict()["alloc_python_bytes"] == 64
+    assert "npu_bytes" not in NpuLine._from_json(base, "x").to_dict()
+    record = NpuLine._from_json({**base, "npu_bytes": 64}, "x")
+    assert record.npu_bytes == 64 and record.extra == {}
+    assert record.to_dict()["npu_bytes"] == 64
     with pytest.raises(_Invalid) as error:
-        MemoryLine._from_json({**base, "alloc_python_bytes": -1}, "x")
+        NpuLine._from_json({**base, "npu_bytes": -1}, "x")
+    assert error.value.where == "x.npu_bytes"
+    # The memory fields are built in the same way.
+    assert "alloc_python_bytes" not in LineRecord._from_json(base, "x").to_dict()
+    with pytest.raises(_Invalid) as error:
+        LineRecord._from_json({**base, "alloc_python_bytes": -1}, "x")
     assert error.value.where == "x.alloc_python_bytes"
 
 
@@ -97,7 +103,7 @@ def test_atomic_write_keeps_the_old_file_when_the_rename_fails(app_profile, tmp_
     def failing_replace(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(profile_module.os, "replace", failing_replace)
+    monkeypatch.setattr(profile_file_module.os, "replace", failing_replace)
     with pytest.raises(OSError):
         write_profile(app_profile, path)
     assert path.read_text() == "old"

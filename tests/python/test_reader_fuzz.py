@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from synthetic_memory import with_memory
 
 from peakline.cli import main as cli
-from peakline.model.profile import Profile, dumps_profile
+from peakline.model.profile import Profile
+from peakline.model.profile_file import dumps_profile
 from peakline.reporters import html, speedscope, terminal
 
 _SETTINGS = settings(max_examples=150, deadline=None,

@@ -12,7 +12,7 @@ import pytest
 from synthetic_memory import with_memory
 
 from peakline.model import read_profile, write_profile
-from peakline.model.profile import dumps_profile
+from peakline.model.profile_file import dumps_profile
 
 
 def view(*args, cwd=None, env=None) -> subprocess.CompletedProcess:

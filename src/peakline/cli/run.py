@@ -181,7 +181,7 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
             if children or unfinished:
                 from peakline.model.merge import merge_processes
                 profile = merge_processes(profile, children, unfinished)
-        from peakline.model.profile import write_profile
+        from peakline.model.profile_file import write_profile
         write_profile(profile, outfile)
         from peakline.reporters import render_outputs
         sys.stdout.flush()

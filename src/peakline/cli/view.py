@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from peakline.model.profile import read_profile
+from peakline.model.profile_file import read_profile
 from peakline.reporters import Command, add_output_arguments, render_outputs, wants_files
 
 DESCRIPTION = """\

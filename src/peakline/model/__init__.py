@@ -2,8 +2,8 @@
 
     selection.py  which files are the user's (FileSelection)
     builder.py    raw snapshot (docs/internals-raw-samples.md) -> Profile
-    profile.py    the Profile model, file format v1 reader/validator/writer
-                  (spec: docs/profile-format.md)
+    profile.py    the Profile model and its validation (spec: docs/profile-format.md)
+    profile_file.py  profile text and files: strict JSON, atomic writes
 
 Renderers and gates import from here and never touch ``peakline._core``.
 """
@@ -23,11 +23,8 @@ from peakline.model.profile import (
     Stacks,
     ThreadRecord,
     Totals,
-    dumps_profile,
-    loads_profile,
-    read_profile,
-    write_profile,
 )
+from peakline.model.profile_file import dumps_profile, loads_profile, read_profile, write_profile
 from peakline.model.selection import FileSelection
 
 __all__ = [

@@ -21,9 +21,7 @@ Design:
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -290,59 +288,16 @@ class CategoryTimes(_CategoryTimes):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
-@dataclass
-class LineRecord(_Record, _CategoryTimes):
-    """Time charged to one source line (self time: the line was the innermost reported frame)."""
+@dataclass(kw_only=True)
+class _Usage:
+    """What a line and a function both carry (keyword-only, so each record's own leading
+    fields stay positional): sampled time, memory (present when memory was profiled;
+    docs/profile-format.md) and, in merged profiles, how many processes ran it."""
 
-    lineno: int
     cpu_python_s: float = 0.0
     cpu_native_s: float = 0.0
     cpu_system_s: float = 0.0
     wait_s: float = 0.0
-    samples: int = 0
-    # Memory (present when memory was profiled; docs/profile-format.md).
-    alloc_python_bytes: int | None = None
-    alloc_native_bytes: int | None = None
-    free_bytes: int | None = None
-    net_bytes: int | None = None
-    live_at_peak_bytes: int | None = None
-    timeline: list | None = None
-    leak_likelihood: float | None = None
-    leak_rate_bytes_s: float | None = None
-    copy_bytes: int | None = None
-    copy_mb_s: float | None = None
-    # GPU (present when a GPU was measured; docs/gpu.md).
-    gpu_util_s: float | None = None
-    gpu_peak_bytes: int | None = None
-    gpu_alloc_bytes: int | None = None
-    gpu_net_bytes: int | None = None
-    gpu_live_at_peak_bytes: int | None = None
-    processes: int | None = None  # how many processes ran this line (merged profiles)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    _FIELDS = (_Field("lineno", _count), *_category_fields(), _Field("samples", _count),
-               *_MEMORY_FIELDS, _optional("timeline", _timeline),
-               _optional("leak_likelihood", _fraction), _optional("leak_rate_bytes_s", _signed),
-               _optional("copy_bytes", _count), _optional("copy_mb_s", _seconds),
-               *_GPU_LINE_FIELDS, _optional("processes", _count))
-
-    @property
-    def alloc_bytes(self) -> int:
-        return (self.alloc_python_bytes or 0) + (self.alloc_native_bytes or 0)
-
-
-@dataclass
-class FunctionRecord(_Record, _CategoryTimes):
-    """One function (qualname + first line): self time by category, self and inclusive totals."""
-
-    name: str
-    lineno: int
-    cpu_python_s: float = 0.0
-    cpu_native_s: float = 0.0
-    cpu_system_s: float = 0.0
-    wait_s: float = 0.0
-    self_s: float = 0.0
-    inclusive_s: float = 0.0
     samples: int = 0
     alloc_python_bytes: int | None = None
     alloc_native_bytes: int | None = None
@@ -351,6 +306,44 @@ class FunctionRecord(_Record, _CategoryTimes):
     live_at_peak_bytes: int | None = None
     copy_bytes: int | None = None
     processes: int | None = None
+
+    @property
+    def alloc_bytes(self) -> int:
+        return (self.alloc_python_bytes or 0) + (self.alloc_native_bytes or 0)
+
+
+@dataclass
+class LineRecord(_Record, _CategoryTimes, _Usage):
+    """Time charged to one source line (self time: the line was the innermost reported frame)."""
+
+    lineno: int
+    timeline: list | None = None
+    leak_likelihood: float | None = None
+    leak_rate_bytes_s: float | None = None
+    copy_mb_s: float | None = None
+    # GPU (present when a GPU was measured; docs/gpu.md).
+    gpu_util_s: float | None = None
+    gpu_peak_bytes: int | None = None
+    gpu_alloc_bytes: int | None = None
+    gpu_net_bytes: int | None = None
+    gpu_live_at_peak_bytes: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (_Field("lineno", _count), *_category_fields(), _Field("samples", _count),
+               *_MEMORY_FIELDS, _optional("timeline", _timeline),
+               _optional("leak_likelihood", _fraction), _optional("leak_rate_bytes_s", _signed),
+               _optional("copy_bytes", _count), _optional("copy_mb_s", _seconds),
+               *_GPU_LINE_FIELDS, _optional("processes", _count))
+
+
+@dataclass
+class FunctionRecord(_Record, _CategoryTimes, _Usage):
+    """One function (qualname + first line): self time by category, self and inclusive totals."""
+
+    name: str
+    lineno: int
+    self_s: float = 0.0
+    inclusive_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("name", _str), _Field("lineno", _count), *_category_fields(),
@@ -733,74 +726,3 @@ def _check_header(obj: dict) -> None:
 def _format_error(source: str, where: str, problem: str) -> ProfileFormatError:
     text = f"{source}: {where}: {problem}" if where else f"{source}: {problem}"
     return ProfileFormatError(text.replace("\r", "\\r").replace("\n", "\\n"))
-
-
-# ---- files --------------------------------------------------------------------------------
-
-def dumps_profile(profile: Profile) -> str:
-    """The profile file's text: compact JSON, one trailing newline, ASCII only."""
-    return json.dumps(profile.to_dict(), separators=(",", ":"), allow_nan=False) + "\n"
-
-
-def loads_profile(text: str | bytes, *, source: str = "<profile>") -> Profile:
-    """Parse and validate profile text; any problem is a one-line ProfileFormatError."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise _format_error(source, "", f"not UTF-8 text ({error.reason} at byte "
-                                            f"{error.start})") from None
-    if not text.strip():
-        raise _format_error(source, "", "empty file, not a profile")
-    try:
-        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
-    except RecursionError:
-        raise _format_error(source, "", "not valid JSON (nested too deeply)") from None
-    except ValueError as error:  # JSONDecodeError, and int() digit limits
-        raise _format_error(source, "", f"not valid JSON (truncated or corrupt): {error}") from None
-    return Profile.from_dict(data, source=source)
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def _finite_float(text: str) -> float:
-    """Numbers like 1e999 would load as infinity and could never be written back."""
-    number = float(text)
-    if not math.isfinite(number):
-        raise ValueError(f"number {text[:20]} is out of range")
-    return number
-
-
-def read_profile(path: str | os.PathLike) -> Profile:
-    """Load a profile file. Unreadable, corrupt, foreign or newer files: ProfileFormatError."""
-    source = os.fspath(path)
-    try:
-        with open(path, "rb") as stream:
-            raw = stream.read()
-    except OSError as error:
-        raise _format_error(source, "", f"cannot read: {error.strerror or error}") from None
-    return loads_profile(raw, source=source)
-
-
-def write_profile(profile: Profile, path: str | os.PathLike) -> None:
-    """Write atomically: a temporary file in the same directory, fsync, then rename over
-    ``path``, so a reader (or a crash mid-write) never sees half a profile."""
-    text = dumps_profile(profile)
-    directory = os.path.dirname(os.path.abspath(path))
-    # os.open with 0o666 (not mkstemp's 0o600) so the file gets the user's umask like any other.
-    tmp_path = os.path.join(directory, f".peakline-{os.getpid()}-{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(tmp_path, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_path)
-        except OSError:
-            pass
-        raise

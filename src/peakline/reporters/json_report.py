@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from peakline.model.profile import Profile, dumps_profile
+from peakline.model.profile import Profile
+from peakline.model.profile_file import dumps_profile
 
 
 def render(profile: Profile, stream: TextIO) -> None:
