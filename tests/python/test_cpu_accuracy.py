@@ -76,8 +76,13 @@ def test_threads_are_sampled_by_their_own_cpu_time(tmp_path, mode):
         # The CPU after a thread's last sample is not seen: one interval (10 ms), two when a
         # loaded machine delays the tick-driven timer expiry; plus 5%.
         assert measured[name] == pytest.approx(true_s, abs=0.02 + 0.05 * true_s), (name, measured, truth)
+    # Shares against the shares the threads really burned: the work is 4:2:1 units, but what
+    # a unit costs varies with contention (seen on 3.13: 62:25:13), and that is the program,
+    # not the profiler.
     total = sum(measured.values())
-    for name, share in (("weight4", 4 / 7), ("weight2", 2 / 7), ("weight1", 1 / 7)):
-        assert measured[name] / total == pytest.approx(share, abs=0.03), (measured, truth)
+    true_total = sum(truth[name] for name in measured)
+    for name in ("weight4", "weight2", "weight1"):
+        assert measured[name] / total == pytest.approx(truth[name] / true_total, abs=0.03), (
+            measured, truth)
     names = {t["name"] for t in profile["threads"]}
     assert {"weight4", "weight2", "weight1", "MainThread"} <= names

@@ -2,8 +2,10 @@
 
 #include <dirent.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_set>
@@ -40,6 +42,35 @@ ThreadSlot* TakeSlot(size_t ring_bytes) {
   return new ThreadSlot(ring_bytes);
 }
 
+// When the thread started, in clock ticks since boot (/proc/self/task/TID/stat field 22), or
+// -1 if unknown.
+int64_t ThreadStartTicks(pid_t tid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/self/task/%d/stat", static_cast<int>(tid));
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return -1;
+  char buf[1024];
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return -1;
+  // Field 3 (state) is the first after ")": field 22 is 19 fields further on.
+  for (int field = 3; field < 22; ++field) {
+    p = std::strchr(p + 1, ' ');
+    if (p == nullptr) return -1;
+  }
+  return std::strtoll(p + 1, nullptr, 10);
+}
+
+int64_t BoottimeTicksNow() {
+  timespec ts;
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  const int64_t hz = sysconf(_SC_CLK_TCK);
+  return static_cast<int64_t>(ts.tv_sec) * hz + static_cast<int64_t>(ts.tv_nsec) * hz / 1'000'000'000;
+}
+
 bool InterpreterFinalizing() {
 #if PY_VERSION_HEX >= 0x030D0000
   return Py_IsFinalizing() != 0;
@@ -74,8 +105,10 @@ Aggregator::~Aggregator() {
 }
 
 void Aggregator::Start() {
+  start_ticks_ = BoottimeTicksNow();
   RegisterPythonThreads();
   if (config_.sample_native_threads) ScanNativeThreads();
+  initial_threads_registered_ = true;
   if (gpu_) gpu_->Start(MonotonicNowNs());
   {
     BlockSignalsForNewThreads no_signals;
@@ -231,6 +264,17 @@ ThreadSlot* Aggregator::Register(pid_t tid, bool python) {
   slot->Reset(tid);
   slot->python = python;
   slot->last_cpu_ns = cpu;
+  // A thread born after the session started (a worker, a lazily created BLAS pool) ran for up
+  // to a tick (ten for native threads) before this registration: all of that CPU is the
+  // session's, so its first sample carries it. (Born in the same clock tick as the start: not
+  // counted, it may predate it.)
+  if (initial_threads_registered_) {
+    const int64_t born = ThreadStartTicks(tid);
+    if (born > start_ticks_) {
+      slot->last_cpu_ns = 0;
+      slot->last_system_ns = 0;
+    }
+  }
   slot->wait_last_cpu_ns = cpu;
   slot->wait_last_wall_ns = MonotonicNowNs();
   // Random first expiry in (0, interval]: threads started together are not sampled in

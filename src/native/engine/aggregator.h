@@ -164,6 +164,8 @@ class Aggregator {
   std::unordered_map<pid_t, PyThreadState*> tstates_;  // refreshed every tick
   std::vector<ThreadSummary> retired_;
   pid_t own_tid_ = 0;
+  int64_t start_ticks_ = 0;                  // session start, clock ticks since boot
+  bool initial_threads_registered_ = false;  // later registrations are of new threads
   uint64_t seed_ = 0x2545F4914F6CDD1DULL;
 
   std::vector<uint32_t> scratch_ids_;
