@@ -419,10 +419,9 @@ void Aggregator::EndOperation() {
     DrainAll();  // samples that name them resolve now, while the objects are intact
     for (PyObject* code : batch) resolver_.Forget(code);
     for (PyObject* code : batch) FinishCodeDealloc(code);
-    // Samples this thread took during those deallocations may name them: drop those frames,
-    // then let the addresses be reused.
-    const auto own = slots_.find(CurrentTid());
-    if ((own != slots_.end() && !own->second->ring.Empty()) || memory_) DrainAll();
+    // Samples taken during those deallocations may name them: drop those frames, then let
+    // the addresses be reused (DrainAll costs a few loads when nothing is queued).
+    DrainAll();
     for (PyObject* code : batch) resolver_.Revive(code);
   }
   busy_ = false;

@@ -36,18 +36,15 @@ class ReportedFiles {
     if (filter_ != nullptr) {
       // The call may hand the GIL to other threads, and a collection inside it may free code
       // objects: the aggregator copes (see aggregator.h); callers hold no reference into the
-      // tables across this call. It may run inside a deallocation while an exception is
-      // being raised, so that exception is set aside and put back.
-      PyObject *type, *value, *traceback;
-      PyErr_Fetch(&type, &value, &traceback);
-      std::string file = table_->strings()[file_id];
+      // tables across this call. (Inside a deallocation, the code-dealloc hook has already
+      // set any pending exception aside.)
+      const std::string& file = table_->strings()[file_id];
       PyObject* name = PyUnicode_FromStringAndSize(file.data(), static_cast<Py_ssize_t>(file.size()));
       PyObject* result = name ? PyObject_CallOneArg(filter_, name) : nullptr;
       reported = result != nullptr && PyObject_IsTrue(result) == 1;
       if (PyErr_Occurred()) PyErr_Clear();
       Py_XDECREF(result);
       Py_XDECREF(name);
-      PyErr_Restore(type, value, traceback);
     }
     cache_.emplace(file_id, reported);
     return reported;

@@ -260,9 +260,8 @@ __attribute__((always_inline)) inline void OnCopy(size_t n) {
   HookThreadState& s = t_state;
   if (s.busy != 0 || s.internal) return;
   const auto bytes = static_cast<int64_t>(n);
-  if (__builtin_expect(s.copy.countdown > bytes &&
-                           s.session == g_session.load(std::memory_order_relaxed), 1)) {
-    s.copy.countdown -= bytes;
+  if (__builtin_expect(s.session == g_session.load(std::memory_order_relaxed) &&
+                           s.copy.SkipIfNoPoint(bytes), 1)) {
     return;
   }
   CopySlow(s, bytes);

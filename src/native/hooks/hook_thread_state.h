@@ -71,11 +71,10 @@ PEAKLINE_TLS_ACCESS inline void LeavePythonDomain() { --internal::t_state.python
 PEAKLINE_TLS_ACCESS inline void OnPythonAlloc(void* ptr, size_t size) {
   HookThreadState& s = internal::t_state;
   if (ptr == nullptr || !internal::Counting(s)) return;
-  const auto bytes = static_cast<int64_t>(size);
-  if (__builtin_expect(s.alloc.countdown > bytes && s.pending_peak == 0 &&
-                           s.session == internal::g_session.load(std::memory_order_relaxed),
+  if (__builtin_expect(s.pending_peak == 0 &&
+                           s.session == internal::g_session.load(std::memory_order_relaxed) &&
+                           s.alloc.SkipIfNoPoint(static_cast<int64_t>(size)),
                        1)) {
-    s.alloc.countdown -= bytes;  // ByteSampler::Record without a sampling point
     return;
   }
   internal::PythonAllocSlow(s, ptr, size);

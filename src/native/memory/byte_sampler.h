@@ -24,6 +24,14 @@ struct ByteSampler {
     countdown = NextDistance(mean_bytes);
   }
 
+  // The hooks' fast path: consumes `bytes` and returns true when they hold no sampling point;
+  // otherwise changes nothing (the caller's slow path then calls Record).
+  bool SkipIfNoPoint(int64_t bytes) {
+    if (countdown <= bytes) return false;
+    countdown -= bytes;
+    return true;
+  }
+
   // True if an event of `bytes` contains a sampling point.
   bool Record(int64_t bytes, int64_t mean_bytes) {
     countdown -= bytes;
