@@ -113,6 +113,7 @@ void Aggregator::Start() {
   {
     BlockSignalsForNewThreads no_signals;
     thread_ = std::thread([this] { Run(); });
+    NameThread(thread_.native_handle(), "peakline-tick");
   }
   thread_started_ = true;
 }

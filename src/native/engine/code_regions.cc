@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <sys/auxv.h>
 
 namespace peakline::engine {
 
@@ -52,6 +53,21 @@ bool CodeRegionMap::AddSymbolContaining(const void* addr, CodeRegion region) {
   if (sym == nullptr || info.dli_saddr == nullptr || sym->st_size == 0) return false;
   const auto lo = reinterpret_cast<uintptr_t>(info.dli_saddr);
   return AddRange(lo, lo + sym->st_size, region);
+}
+
+bool CodeRegionMap::AddObjectDefining(const char* name, CodeRegion region) {
+  const void* addr = dlsym(RTLD_DEFAULT, name);
+  if (addr == nullptr) return false;
+  if (Classify(reinterpret_cast<uintptr_t>(addr)) != CodeRegion::kOther) return true;
+  return AddObjectContaining(addr, region);
+}
+
+bool CodeRegionMap::AddVdso(CodeRegion region) {
+  // The vDSO's ELF header is the start of its first (text) mapping; dl_iterate_phdr lists it.
+  const unsigned long base = getauxval(AT_SYSINFO_EHDR);
+  if (base == 0) return false;
+  if (Classify(base) != CodeRegion::kOther) return true;
+  return AddObjectContaining(reinterpret_cast<const void*>(base), region);
 }
 
 bool CodeRegionMap::AddRange(uintptr_t lo, uintptr_t hi, CodeRegion region) {

@@ -29,6 +29,12 @@ class CodeRegionMap {
   [[nodiscard]] bool AddObjectContaining(const void* addr, CodeRegion region);
   // Adds the code of the symbol that contains addr (its st_size from the ELF symbol table).
   [[nodiscard]] bool AddSymbolContaining(const void* addr, CodeRegion region);
+  // Adds the object that defines the dynamic symbol `name` (dlsym(RTLD_DEFAULT)): for runtime
+  // objects that may or may not be loaded (ld.so, libm). Returns false if no loaded object
+  // defines it. An object already covered by an earlier range is not added twice.
+  bool AddObjectDefining(const char* name, CodeRegion region);
+  // Adds the kernel's vDSO (clock_gettime, gettimeofday). Returns false if there is none.
+  bool AddVdso(CodeRegion region);
   // Returns false when the table is full (the range is not added).
   bool AddRange(uintptr_t lo, uintptr_t hi, CodeRegion region);
 

@@ -35,8 +35,11 @@ class BlockSignalsForNewThreads {
   bool ok_ = false;
 };
 
-// Names the calling thread (shown by top -H, gdb, py-spy); at most 15 characters.
-inline void NameThisThread(const char* name) { pthread_setname_np(pthread_self(), name); }
+// Names a thread (shown by top -H, gdb, py-spy, /proc/PID/task/TID/comm); at most 15
+// characters. The creator names the new thread as soon as it exists, so nobody looking at the
+// process sees an unnamed copy of the creator's name ("python") while the thread starts.
+inline void NameThread(pthread_t thread, const char* name) { pthread_setname_np(thread, name); }
+inline void NameThisThread(const char* name) { NameThread(pthread_self(), name); }
 
 }  // namespace peakline::engine
 

@@ -76,6 +76,7 @@ void NvmlPoller::Start() {
   {
     engine::BlockSignalsForNewThreads no_signals;
     thread_ = std::thread([this] { Run(); });
+    engine::NameThread(thread_.native_handle(), "peakline-gpu");
   }
   // Until the thread has published its tid, the CPU sampler could take it for a user thread.
   while (thread_tid_.load(std::memory_order_relaxed) == 0) std::this_thread::yield();
