@@ -9,7 +9,6 @@ way the program would have.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import runpy
 import signal
@@ -20,26 +19,47 @@ import types
 _SKIP_FILES = {os.path.abspath(__file__), os.path.abspath(runpy.__file__)}
 
 
-@dataclasses.dataclass
 class Target:
-    script: str | None = None   # path of the script, or
-    module: str | None = None   # name of the module to run with -m
-    args: list[str] = dataclasses.field(default_factory=list)
+    """What to run: a script path or a module name (-m), and its arguments."""
+
+    __slots__ = ("script", "module", "args")
+
+    def __init__(self, script: str | None = None, module: str | None = None,
+                 args: list[str] | None = None) -> None:
+        self.script = script   # path of the script, or
+        self.module = module   # name of the module to run with -m
+        self.args = list(args) if args is not None else []
+
+    def __repr__(self) -> str:
+        return f"Target(script={self.script!r}, module={self.module!r}, args={self.args!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Target) and (self.script, self.module, self.args) == (
+            other.script, other.module, other.args)
 
     @property
     def display(self) -> str:
         return self.script if self.script is not None else f"-m {self.module}"
 
 
-@dataclasses.dataclass
 class Outcome:
-    exit_code: int
-    exc: BaseException | None = None        # uncaught exception (not SystemExit)
-    interrupted: bool = False               # ended by an uncaught KeyboardInterrupt
-    # Keeps the program's globals (or the exception whose traceback references them) alive
-    # until the caller has stopped profiling: unprofiled, __main__'s objects live until the
-    # interpreter shuts down, so their release must not show up as frees in the profile.
-    keepalive: object = None
+    """How the program ended."""
+
+    __slots__ = ("exit_code", "exc", "interrupted", "keepalive")
+
+    def __init__(self, exit_code: int, exc: BaseException | None = None,
+                 interrupted: bool = False, keepalive: object = None) -> None:
+        self.exit_code = exit_code
+        self.exc = exc                  # uncaught exception (not SystemExit)
+        self.interrupted = interrupted  # ended by an uncaught KeyboardInterrupt
+        # Keeps the program's globals (or the exception whose traceback references them)
+        # alive until the caller has stopped profiling: unprofiled, __main__'s objects live
+        # until the interpreter shuts down, so their release must not show up as frees.
+        self.keepalive = keepalive
+
+    def __repr__(self) -> str:
+        return (f"Outcome(exit_code={self.exit_code!r}, exc={self.exc!r}, "
+                f"interrupted={self.interrupted!r})")
 
     def release(self) -> None:
         self.keepalive = None

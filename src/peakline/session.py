@@ -7,15 +7,12 @@ renderers never see the extension.
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as _dt
 import dis
 import os
-import platform
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from peakline.errors import ProfilerStateError
 
@@ -25,8 +22,10 @@ DEFAULT_MEMORY_INTERVAL_BYTES = 512 * 1024
 TICK_INTERVAL_S = 0.02
 
 
-@dataclasses.dataclass(frozen=True)
-class SessionOptions:
+# Session start imports as little as it can: what is imported before the program runs is
+# resident while it runs (dataclasses alone pulls in inspect, about 1 MiB). The model and the
+# reporters are imported when the profile is built.
+class SessionOptions(NamedTuple):
     cpu_sampling_interval_s: float = DEFAULT_CPU_INTERVAL_S
     profile_all: bool = False
     profile_only: tuple[str, ...] = ()
@@ -42,14 +41,13 @@ class SessionOptions:
 
     def to_json(self) -> dict[str, Any]:
         """All fields as plain JSON (children get their parent's options this way)."""
-        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
-                for f in dataclasses.fields(self)}
+        return {name: list(v) if isinstance(v := getattr(self, name), tuple) else v
+                for name in self._fields}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SessionOptions:
-        known = {f.name: f for f in dataclasses.fields(cls)}
         kwargs = {k: tuple(v) if isinstance(v, list) else v
-                  for k, v in data.items() if k in known}
+                  for k, v in data.items() if k in cls._fields}
         return cls(**kwargs)
 
     def as_profile_options(self) -> dict[str, Any]:
@@ -128,16 +126,22 @@ def _core():
     return _core
 
 
-@dataclasses.dataclass
 class PhaseRecord:
     """One named phase (``peakline.phase``): times relative to the session's start."""
 
-    name: str
-    depth: int            # 0 for a top-level phase, 1 inside another phase, ...
-    start_s: float
-    end_s: float | None = None
-    cpu_start_s: float = 0.0
-    cpu_s: float | None = None
+    __slots__ = ("name", "depth", "start_s", "end_s", "cpu_start_s", "cpu_s")
+
+    def __init__(self, name: str, depth: int, start_s: float, end_s: float | None = None,
+                 cpu_start_s: float = 0.0, cpu_s: float | None = None) -> None:
+        self.name = name
+        self.depth = depth      # 0 for a top-level phase, 1 inside another phase, ...
+        self.start_s = start_s
+        self.end_s = end_s
+        self.cpu_start_s = cpu_start_s
+        self.cpu_s = cpu_s
+
+    def __repr__(self) -> str:
+        return "PhaseRecord(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
 
 
 # The running session of this process (at most one: the core allows one at a time). Guarded
@@ -286,6 +290,9 @@ class Session:
 
         if self._raw is None:
             raise ProfilerStateError("stop the session before building its profile")
+        import datetime as _dt
+        import platform
+
         started = _dt.datetime.fromtimestamp(self._started_wall or 0.0, tz=_dt.timezone.utc)
         meta = {
             "program": self.program,

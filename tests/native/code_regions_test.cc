@@ -135,8 +135,8 @@ TEST(CodeRegionsTest, ObjectDefiningFindsTheDynamicLinker) {
   ASSERT_NE(tls, nullptr);
   ASSERT_TRUE(map.AddObjectDefining("__tls_get_addr", CodeRegion::kNeutral));
   EXPECT_EQ(map.Classify(Addr(tls)), CodeRegion::kNeutral);
-  // ld.so is its own object: libc and this test binary stay unclassified.
-  EXPECT_EQ(map.Classify(Addr(LibcPlainFunction())), CodeRegion::kOther);
+  // Only that object: this test binary stays unclassified. (Not checked against libc: under
+  // ASan/TSan both __tls_get_addr and qsort resolve to the sanitizer runtime's interceptors.)
   EXPECT_EQ(map.Classify(Addr(reinterpret_cast<const void*>(&LocalFunction))), CodeRegion::kOther);
   // Adding it again (or through another of its symbols) adds no range.
   const int n = map.size();

@@ -252,7 +252,9 @@ void TrapHandler(int sig, siginfo_t* info, void* ctx) {
   mprotect(g_trap_page, 4096, PROT_READ);
 }
 
-TEST(MpscRingTest, UncommittedRecordHoldsTheConsumerBack) {
+// dirty: the slow record's header lands on bytes that were the payload of an earlier record
+// (0xFF: the commit bit set), which the consumer must never take for a committed header.
+void SlowProducerHoldsTheConsumerBack(bool dirty) {
   const long page_size = sysconf(_SC_PAGESIZE);
   ASSERT_EQ(page_size, 4096) << "the trap assumes 4 KiB pages";
   void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -268,6 +270,10 @@ TEST(MpscRingTest, UncommittedRecordHoldsTheConsumerBack) {
   ASSERT_EQ(sigaction(SIGSEGV, &sa, &g_old_segv), 0);
 
   MpscRing ring(4096);
+  if (dirty) {  // one record covering the whole ring, read: the next records reuse its bytes
+    ASSERT_TRUE(Write(ring, "", std::string(4096 - kHeader, '\xff')));
+    ASSERT_EQ(Read(ring), std::string(4096 - kHeader, '\xff'));
+  }
   ASSERT_TRUE(Write(ring, "before"));
   std::atomic<bool> slow_ok{false};
   std::thread slow([&] {
@@ -295,6 +301,12 @@ TEST(MpscRingTest, UncommittedRecordHoldsTheConsumerBack) {
   sigaction(SIGSEGV, &g_old_segv, nullptr);
   g_trap_page = nullptr;
   munmap(page, 4096);
+}
+
+TEST(MpscRingTest, UncommittedRecordHoldsTheConsumerBack) { SlowProducerHoldsTheConsumerBack(false); }
+
+TEST(MpscRingTest, UncommittedRecordOverOldPayloadHoldsTheConsumerBack) {
+  SlowProducerHoldsTheConsumerBack(true);
 }
 
 }  // namespace

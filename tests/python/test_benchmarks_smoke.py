@@ -57,7 +57,11 @@ def test_smoke_run_writes_report_with_finite_ratios(tmp_path):
         assert "failed" not in cell, (quantity, cell)
         assert cell["error"] is not None and math.isfinite(cell["error"]), (quantity, cell)
     assert accuracy["peak"]["error"] < 0.25, accuracy["peak"]  # 512 MiB array held
-    assert accuracy["alloc_line"]["error"] < 0.25, accuracy["alloc_line"]
+    # The worst line is C: 44 MiB of 233-byte objects, each sampled with p = 233 / 512 KiB,
+    # so its estimate has a relative standard error of sqrt(512 KiB / 44 MiB) = 10.6% (docs/
+    # sampling.md). 0.55 is 5.2 standard errors: a false failure about once in 10 million
+    # runs (0.25, the bound before, failed about 1 run in 50: seen once in CI-like runs here).
+    assert accuracy["alloc_line"]["error"] < 0.55, accuracy["alloc_line"]
     assert accuracy["func_time"]["error"] < 20, accuracy["func_time"]  # percentage points
     text = report.read_text()
     assert "## Accuracy" in text and "## Cost" in text

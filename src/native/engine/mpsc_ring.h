@@ -4,12 +4,14 @@
 // Producers are the allocation hooks of any thread (never a signal handler). A producer
 // reserves space with a CAS on head_, writes its bytes, then publishes the record by storing
 // its length with the commit bit (release). The consumer reads records at tail_ while they
-// are committed, clears each header after reading and advances tail_. A record reserved but
+// are committed, zeroes each record after reading and advances tail_. A record reserved but
 // not yet committed stops the consumer until its next pass. When there is no room the
 // producer drops the record and returns false ("not sampled").
 //
 // Record layout: [uint32 length | kCommitBit][payload, padded to 8 bytes], wrapping modulo
-// the capacity. Headers are 8-byte aligned, so a header never straddles the end.
+// the capacity. Headers are 8-byte aligned, so a header never straddles the end; the header
+// word is accessed as an atomic in place (std::atomic_ref). The buffer is zero pages from the
+// kernel (engine/zeroed_pages.h): only the part the program's events reach becomes resident.
 #ifndef PEAKLINE_ENGINE_MPSC_RING_H_
 #define PEAKLINE_ENGINE_MPSC_RING_H_
 
@@ -17,6 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+
+#include "engine/zeroed_pages.h"
 
 #include "engine/ring_bytes.h"
 
@@ -28,10 +32,7 @@ class MpscRing {
 
   // capacity_bytes: a power of two, at least 4 KiB. Allocates here, never on the hot path.
   explicit MpscRing(size_t capacity_bytes)
-      : capacity_(capacity_bytes), mask_(capacity_bytes - 1),
-        words_(new std::atomic<uint32_t>[capacity_bytes / 8]), buf_(new uint8_t[capacity_bytes]) {
-    for (size_t i = 0; i < capacity_bytes / 8; ++i) words_[i].store(0, std::memory_order_relaxed);
-  }
+      : capacity_(capacity_bytes), mask_(capacity_bytes - 1), buf_(capacity_bytes / 8) {}
 
   // Producer (any thread, lock-free). Writes header part a and body part b as one record.
   bool TryWrite(const void* a, uint32_t len_a, const void* b, uint32_t len_b) {
@@ -67,7 +68,10 @@ class MpscRing {
     const uint64_t total = 8 + ((static_cast<uint64_t>(len) + 7) & ~uint64_t{7});
     const size_t n = len <= out_cap ? len : 0;
     CopyOut(tail + 8, out, n);
+    // Free space stays all zero, so the header position of a record that is reserved but not
+    // yet committed reads 0 whatever bytes lay there before ("not ready").
     HeaderWord(tail).store(0, std::memory_order_relaxed);
+    for (uint64_t pos = tail + 8; pos < tail + total; pos += 8) buf_[(pos & mask_) / 8] = 0;
     tail_.store(tail + total, std::memory_order_release);
     return len <= out_cap ? len : SIZE_MAX;
   }
@@ -75,19 +79,20 @@ class MpscRing {
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
 
  private:
-  std::atomic<uint32_t>& HeaderWord(uint64_t pos) { return words_[(pos & mask_) / 8]; }
-  uint64_t CopyIn(uint64_t pos, const void* src, size_t n) {
-    return RingCopyIn(buf_.get(), mask_, pos, src, n);
+  std::atomic_ref<uint32_t> HeaderWord(uint64_t pos) {
+    return std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(&buf_[(pos & mask_) / 8]));
   }
-  uint64_t CopyOut(uint64_t pos, void* dst, size_t n) const {
-    return RingCopyOut(buf_.get(), mask_, pos, dst, n);
+  uint8_t* Bytes() { return reinterpret_cast<uint8_t*>(buf_.get()); }
+  uint64_t CopyIn(uint64_t pos, const void* src, size_t n) {
+    return RingCopyIn(Bytes(), mask_, pos, src, n);
+  }
+  uint64_t CopyOut(uint64_t pos, void* dst, size_t n) {
+    return RingCopyOut(Bytes(), mask_, pos, dst, n);
   }
 
   const uint64_t capacity_;
   const uint64_t mask_;
-  // Header words live apart from the payload bytes so that the commit flag is a real atomic.
-  std::unique_ptr<std::atomic<uint32_t>[]> words_;
-  std::unique_ptr<uint8_t[]> buf_;
+  ZeroedPages<uint64_t> buf_;  // 8-byte words: record headers are aligned for atomic_ref
   alignas(64) std::atomic<uint64_t> head_{0};
   alignas(64) std::atomic<uint64_t> tail_{0};
   std::atomic<uint64_t> dropped_{0};

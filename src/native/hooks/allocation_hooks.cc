@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 
+#include "engine/zeroed_pages.h"
 #include "hooks/dlopen_search.h"
 #include "hooks/symbol_patcher.h"
 #include "memory/byte_sampler.h"
@@ -101,14 +102,17 @@ class MappingTable {
     }
     return 0;
   }
-  void Clear() {
-    for (auto& k : keys_) k.store(0, std::memory_order_relaxed);
+  void Clear() {  // between sessions only; gives the pages back
+    if (!keys_.Reset()) {
+      for (size_t i = 0; i < kSlots + kWindow; ++i) keys_[i].store(0, std::memory_order_relaxed);
+    }
   }
 
  private:
   static size_t Hash(uintptr_t a) { return static_cast<size_t>(((a >> 12) * 0x9E3779B97F4A7C15ULL) >> 50); }
-  std::atomic<uintptr_t> keys_[kSlots + kWindow] = {};
-  std::atomic<size_t> lens_[kSlots + kWindow] = {};
+  // Zero pages: resident only where mappings hash to (256 KiB if all were touched).
+  engine::ZeroedPages<std::atomic<uintptr_t>> keys_{kSlots + kWindow};
+  engine::ZeroedPages<std::atomic<size_t>> lens_{kSlots + kWindow};
 };
 MappingTable* g_mappings = nullptr;
 
@@ -443,9 +447,9 @@ bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
   g_copy_mean = config.copy_mean_bytes;
   g_capture = capture;
   if (g_ring == nullptr) g_ring = new engine::MpscRing(config.event_ring_bytes);
-  // 64 Ki slots (512 KiB, all resident after Clear): at the default mean of 512 KiB, a
-  // 10 GiB heap holds about 20 Ki sampled blocks, a third of the slots. A full probe window
-  // makes a sample "untracked" (counted), never a crash.
+  // 64 Ki slots (512 KiB of zero pages, resident only where sampled blocks hash to): at the
+  // default mean of 512 KiB, a 10 GiB heap holds about 20 Ki sampled blocks, a third of the
+  // slots. A full probe window makes a sample "untracked" (counted), never a crash.
   if (g_sampled == nullptr) g_sampled = new memory::SampledPointerTable(16);
   if (g_mappings == nullptr) g_mappings = new MappingTable();
   // Drain anything left from an earlier session: the consumer is us, the producers are off.

@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "engine/zeroed_pages.h"
+
 namespace peakline::memory {
 
 class SampledPointerTable {
@@ -35,10 +37,7 @@ class SampledPointerTable {
 
   explicit SampledPointerTable(size_t log2_slots)
       : mask_((size_t{1} << log2_slots) - 1), shift_(64 - log2_slots),
-        slots_(new std::atomic<uintptr_t>[(size_t{1} << log2_slots) + kWindow]),
-        filter_(new std::atomic<uint8_t>[size_t{1} << kFilterBits]) {
-    Clear();
-  }
+        slots_((size_t{1} << log2_slots) + kWindow), filter_(size_t{1} << kFilterBits) {}
 
   // Returns false if the key is already present or the window is full.
   bool Insert(uintptr_t key) {
@@ -95,10 +94,15 @@ class SampledPointerTable {
     return false;
   }
 
-  // Not thread safe: only while no hook runs (between profiling sessions).
+  // Not thread safe: only while no hook runs (between profiling sessions). Gives the pages
+  // back: only those the next session's samples hash to become resident again.
   void Clear() {
-    for (size_t i = 0; i <= mask_ + kWindow; ++i) slots_[i].store(kEmpty, std::memory_order_relaxed);
-    for (size_t i = 0; i < (size_t{1} << kFilterBits); ++i) filter_[i].store(0, std::memory_order_relaxed);
+    if (!slots_.Reset()) {
+      for (size_t i = 0; i <= mask_ + kWindow; ++i) slots_[i].store(kEmpty, std::memory_order_relaxed);
+    }
+    if (!filter_.Reset()) {
+      for (size_t i = 0; i < (size_t{1} << kFilterBits); ++i) filter_[i].store(0, std::memory_order_relaxed);
+    }
   }
 
  private:
@@ -113,8 +117,9 @@ class SampledPointerTable {
 
   const size_t mask_;
   const unsigned shift_;
-  std::unique_ptr<std::atomic<uintptr_t>[]> slots_;  // mask_+1+kWindow: the window never wraps
-  std::unique_ptr<std::atomic<uint8_t>[]> filter_;
+  // Zero pages (engine/zeroed_pages.h): kEmpty is 0, so a fresh or reset table is empty.
+  engine::ZeroedPages<std::atomic<uintptr_t>> slots_;  // mask_+1+kWindow: the window never wraps
+  engine::ZeroedPages<std::atomic<uint8_t>> filter_;
 };
 
 }  // namespace peakline::memory

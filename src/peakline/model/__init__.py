@@ -8,24 +8,35 @@
 Renderers and gates import from here and never touch ``peakline._core``.
 """
 
-from peakline.model.builder import build_profile
-from peakline.model.profile import (
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    CategoryTimes,
-    FileRecord,
-    FunctionRecord,
-    LineRecord,
-    Options,
-    Profile,
-    Sampling,
-    StackSample,
-    Stacks,
-    ThreadRecord,
-    Totals,
-)
-from peakline.model.profile_file import dumps_profile, loads_profile, read_profile, write_profile
-from peakline.model.selection import FileSelection
+# Loaded on first use (PEP 562): a session imports only selection.py while the program runs;
+# the rest is imported when the profile is built, so it is not resident during the run.
+_EXPORTS = {
+    "build_profile": "builder",
+    "FORMAT_NAME": "profile", "FORMAT_VERSION": "profile", "CategoryTimes": "profile",
+    "FileRecord": "profile", "FunctionRecord": "profile", "LineRecord": "profile",
+    "Options": "profile", "Profile": "profile", "Sampling": "profile",
+    "StackSample": "profile", "Stacks": "profile", "ThreadRecord": "profile",
+    "Totals": "profile",
+    "dumps_profile": "profile_file", "loads_profile": "profile_file",
+    "read_profile": "profile_file", "write_profile": "profile_file",
+    "FileSelection": "selection",
+}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'peakline.model' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"peakline.model.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "FORMAT_NAME", "FORMAT_VERSION", "CategoryTimes", "FileRecord", "FileSelection",

@@ -24,13 +24,19 @@ import enum
 import os
 import sys
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from peakline.errors import PeaklineError, UsageError
-from peakline.model.profile import Profile
-from peakline.reporters._filters import (DEFAULT_CPU_PERCENT_THRESHOLD,
-                                         DEFAULT_MALLOC_THRESHOLD_BYTES, ReportFilter)
 from peakline.reporters._format import human_bytes, parse_byte_size
+
+if TYPE_CHECKING:  # the model is imported when a report is made, not while the program runs
+    from peakline.model.profile import Profile
+    from peakline.reporters._filters import ReportFilter
+
+# Defaults of the report filter (reporters/_filters.py), here because the command-line help
+# shows them before any profile exists.
+DEFAULT_CPU_PERCENT_THRESHOLD = 1.0
+DEFAULT_MALLOC_THRESHOLD_BYTES = 1 << 20  # 2x the default sampling interval: not noise
 
 # The options below that take a value: `peakline run` needs them to split its own options
 # from the program's (cli/run.py, _VALUE_OPTIONS).
@@ -92,6 +98,8 @@ def add_output_arguments(parser: argparse.ArgumentParser, command: Command) -> N
 
 def report_filter(opts: argparse.Namespace, profile: Profile) -> ReportFilter:
     """The filter the options ask for. A threshold given explicitly means "filter by it"."""
+    from peakline.reporters._filters import ReportFilter
+
     cpu = getattr(opts, "cpu_percent_threshold", None)
     malloc = getattr(opts, "malloc_threshold", None)
     reduced = bool(getattr(opts, "reduced_profile", False)) or cpu is not None or \

@@ -12,9 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from peakline.model.profile import FileRecord, FunctionRecord, LineRecord
-
-DEFAULT_CPU_PERCENT_THRESHOLD = 1.0
-DEFAULT_MALLOC_THRESHOLD_BYTES = 1 << 20  # 2x the default sampling interval: not noise
+from peakline.reporters import DEFAULT_CPU_PERCENT_THRESHOLD, DEFAULT_MALLOC_THRESHOLD_BYTES
 
 
 @dataclass(frozen=True)
