@@ -106,6 +106,15 @@ Aggregator::~Aggregator() {
 
 void Aggregator::Start() {
   start_ticks_ = BoottimeTicksNow();
+  // The threads alive now: /proc's start times are in 10 ms clock ticks, too coarse to tell a
+  // thread born just after the start (a program's first worker) from one born just before.
+  if (DIR* dir = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(dir)) {
+      const pid_t tid = static_cast<pid_t>(std::atoi(e->d_name));
+      if (tid > 0) initial_tids_.insert(tid);
+    }
+    closedir(dir);
+  }
   RegisterPythonThreads();
   if (config_.sample_native_threads) ScanNativeThreads();
   initial_threads_registered_ = true;
@@ -267,11 +276,10 @@ ThreadSlot* Aggregator::Register(pid_t tid, bool python) {
   slot->last_cpu_ns = cpu;
   // A thread born after the session started (a worker, a lazily created BLAS pool) ran for up
   // to a tick (ten for native threads) before this registration: all of that CPU is the
-  // session's, so its first sample carries it. (Born in the same clock tick as the start: not
-  // counted, it may predate it.)
+  // session's, so its first sample carries it. New: not alive at the start, or (its id reused)
+  // born in a later clock tick.
   if (initial_threads_registered_) {
-    const int64_t born = ThreadStartTicks(tid);
-    if (born > start_ticks_) {
+    if (!initial_tids_.count(tid) || ThreadStartTicks(tid) > start_ticks_) {
       slot->last_cpu_ns = 0;
       slot->last_system_ns = 0;
     }

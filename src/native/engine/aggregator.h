@@ -39,6 +39,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/code_resolver.h"
@@ -166,6 +167,7 @@ class Aggregator {
   pid_t own_tid_ = 0;
   int64_t start_ticks_ = 0;                  // session start, clock ticks since boot
   bool initial_threads_registered_ = false;  // later registrations are of new threads
+  std::unordered_set<pid_t> initial_tids_;   // the threads alive at the session's start
   uint64_t seed_ = 0x2545F4914F6CDD1DULL;
 
   std::vector<uint32_t> scratch_ids_;
