@@ -286,19 +286,18 @@ class Session:
 
     def profile(self, *, exit_code: int | None = None):
         """Builds the Profile of a stopped session."""
-        from peakline.model.builder import build_profile
+        from peakline.model.builder import build_profile, platform_description, python_version
 
         if self._raw is None:
             raise ProfilerStateError("stop the session before building its profile")
         import datetime as _dt
-        import platform
 
         started = _dt.datetime.fromtimestamp(self._started_wall or 0.0, tz=_dt.timezone.utc)
         meta = {
             "program": self.program,
             "argv": self.argv,
-            "python_version": platform.python_version(),
-            "platform": platform.platform(),
+            "python_version": python_version(),
+            "platform": platform_description(),
             "pid": os.getpid(),
             "started_at": started.isoformat().replace("+00:00", "Z"),
             "elapsed_s": self._elapsed_s,

@@ -26,7 +26,6 @@ defence): a frame id outside the frame table is dropped from its stack and count
 from __future__ import annotations
 
 import os
-import platform
 import sys
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -167,6 +166,27 @@ def _function(functions: dict, frame: tuple[str, str, int, int]) -> _FunctionAcc
     return acc
 
 
+def python_version() -> str:
+    """This interpreter's version, e.g. "3.11.7" or "3.13.0rc1" (as platform.python_version)."""
+    return sys.version.split()[0]
+
+
+def platform_description() -> str:
+    """E.g. "Linux-6.1.0-x86_64-with-glibc2.36", the form platform.platform() gives, built
+    from os.uname() and confstr: platform.platform() runs `uname -p` in a subprocess (a fork
+    of the profiled program, which may be large, at its end) and its import compiles nine
+    regular expressions."""
+    u = os.uname()
+    text = f"{u.sysname}-{u.release}-{u.machine}"
+    try:
+        libc = os.confstr("CS_GNU_LIBC_VERSION") or ""  # "glibc 2.36"
+    except (ValueError, OSError):
+        libc = ""
+    if libc:
+        text += "-with-" + libc.replace(" ", "")
+    return text.replace(" ", "_").replace("/", "-")
+
+
 def _header(meta: Mapping[str, Any], selection: FileSelection,
             stats: Mapping[str, Any]) -> dict[str, Any]:
     """Run description from ``meta``; python_version/platform/pid default to this process
@@ -181,8 +201,8 @@ def _header(meta: Mapping[str, Any], selection: FileSelection,
     return {
         "program": meta.get("program"),
         "argv": list(meta.get("argv", ())),
-        "python_version": meta.get("python_version", sys.version.split()[0]),
-        "platform": meta.get("platform", platform.platform()),
+        "python_version": meta.get("python_version") or python_version(),
+        "platform": meta.get("platform") or platform_description(),
         "pid": meta.get("pid", os.getpid()),
         "started_at": utc_timestamp(meta.get("started_at")),
         "elapsed_s": meta.get("elapsed_s"),
