@@ -24,12 +24,14 @@ import enum
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TextIO
 
 from peakline.errors import PeaklineError, UsageError
 from peakline.reporters._format import human_bytes, parse_byte_size
 
+TYPE_CHECKING = False  # no typing import while the program runs (see peakline/api.py)
 if TYPE_CHECKING:  # the model is imported when a report is made, not while the program runs
+    from typing import TextIO
+
     from peakline.model.profile import Profile
     from peakline.reporters._filters import ReportFilter
 
