@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
+
 # Annotations only (never evaluated at run time: `from __future__ import annotations`). The
 # typing module is not imported while the program runs: 0.6 MiB resident (peakline's own
 # memory adds to the program's peak; docs/architecture.md).
@@ -31,7 +32,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TypeVar
 
-    
+    F = TypeVar("F", bound=Callable[..., Any])
+
 from peakline.errors import ProfilerStateError
 from peakline.session import (
     DEFAULT_CPU_INTERVAL_S,

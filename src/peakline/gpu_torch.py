@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-# Annotations only (never evaluated at run time: `from __future__ import annotations`). The
-# typing module is not imported while the program runs: 0.6 MiB resident (peakline's own
-# memory adds to the program's peak; docs/architecture.md).
+# Annotations only: no typing import while the program runs (see peakline/api.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

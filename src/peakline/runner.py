@@ -33,10 +33,6 @@ class Target:
     def __repr__(self) -> str:
         return f"Target(script={self.script!r}, module={self.module!r}, args={self.args!r})"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Target) and (self.script, self.module, self.args) == (
-            other.script, other.module, other.args)
-
     @property
     def display(self) -> str:
         return self.script if self.script is not None else f"-m {self.module}"

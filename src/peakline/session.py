@@ -14,9 +14,7 @@ import threading
 import time
 from collections import namedtuple
 
-# Annotations only (never evaluated at run time: `from __future__ import annotations`). The
-# typing module is not imported while the program runs: 0.6 MiB resident (peakline's own
-# memory adds to the program's peak; docs/architecture.md).
+# Annotations only: no typing import while the program runs (see peakline/api.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -301,7 +299,7 @@ class Session:
 
     def profile(self, *, exit_code: int | None = None):
         """Builds the Profile of a stopped session."""
-        from peakline.model.builder import build_profile, platform_description, python_version
+        from peakline.model.builder import build_profile
 
         if self._raw is None:
             raise ProfilerStateError("stop the session before building its profile")
@@ -311,8 +309,6 @@ class Session:
         meta = {
             "program": self.program,
             "argv": self.argv,
-            "python_version": python_version(),
-            "platform": platform_description(),
             "pid": os.getpid(),
             "started_at": started.isoformat().replace("+00:00", "Z"),
             "elapsed_s": self._elapsed_s,

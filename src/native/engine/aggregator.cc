@@ -64,6 +64,19 @@ int64_t ThreadStartTicks(pid_t tid) {
   return std::strtoll(p + 1, nullptr, 10);
 }
 
+// The ids of this process's threads now (/proc/self/task); empty if it cannot be read.
+std::unordered_set<pid_t> LiveThreadIds() {
+  std::unordered_set<pid_t> tids;
+  if (DIR* dir = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(dir)) {
+      const pid_t tid = static_cast<pid_t>(std::atoi(e->d_name));
+      if (tid > 0) tids.insert(tid);
+    }
+    closedir(dir);
+  }
+  return tids;
+}
+
 int64_t BoottimeTicksNow() {
   timespec ts;
   clock_gettime(CLOCK_BOOTTIME, &ts);
@@ -108,15 +121,9 @@ void Aggregator::Start() {
   start_ticks_ = BoottimeTicksNow();
   // The threads alive now: /proc's start times are in 10 ms clock ticks, too coarse to tell a
   // thread born just after the start (a program's first worker) from one born just before.
-  if (DIR* dir = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(dir)) {
-      const pid_t tid = static_cast<pid_t>(std::atoi(e->d_name));
-      if (tid > 0) initial_tids_.insert(tid);
-    }
-    closedir(dir);
-  }
+  initial_tids_ = LiveThreadIds();
   RegisterPythonThreads();
-  if (config_.sample_native_threads) ScanNativeThreads();
+  if (config_.sample_native_threads) ScanNativeThreads(initial_tids_);
   initial_threads_registered_ = true;
   if (gpu_) gpu_->Start(MonotonicNowNs());
   {
@@ -199,7 +206,7 @@ void Aggregator::Drain(bool measure_wait) {
 }
 
 void Aggregator::Tick(bool measure_wait, bool scan_native) {
-  if (scan_native) ScanNativeThreads();
+  if (scan_native) ScanNativeThreads(LiveThreadIds());
   ++stats_.ticks;
   RegisterPythonThreads();
   main_stack_valid_ = false;
@@ -248,17 +255,11 @@ void Aggregator::RegisterPythonThreads() {
   for (ThreadSlot* slot : gone) Retire(slot);
 }
 
-void Aggregator::ScanNativeThreads() {
-  DIR* dir = opendir("/proc/self/task");
-  if (dir == nullptr) return;
-  std::unordered_set<pid_t> alive;
-  while (dirent* e = readdir(dir)) {
-    const pid_t tid = static_cast<pid_t>(std::atoi(e->d_name));
-    if (tid <= 0) continue;
-    alive.insert(tid);
+void Aggregator::ScanNativeThreads(const std::unordered_set<pid_t>& alive) {
+  if (alive.empty()) return;  // /proc unreadable (a process always has a thread): change nothing
+  for (pid_t tid : alive) {
     if (tid != own_tid_ && !slots_.count(tid) && !IsGpuPoller(tid)) Register(tid, false);
   }
-  closedir(dir);
   std::vector<ThreadSlot*> gone;
   for (auto& [tid, slot] : slots_) {
     if (!alive.count(tid)) gone.push_back(slot);

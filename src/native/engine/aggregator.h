@@ -138,7 +138,8 @@ class Aggregator {
   // Owner only. scan_native: also look for new native threads.
   void Tick(bool measure_wait, bool scan_native);
   void RegisterPythonThreads();
-  void ScanNativeThreads();
+  // Registers the threads in `alive` not yet known, retires known ones not in it.
+  void ScanNativeThreads(const std::unordered_set<pid_t>& alive);
   bool IsGpuPoller(pid_t tid) const {  // peakline's own NVML thread: never sampled
     return gpu_ && gpu_->poller() && gpu_->poller()->thread_tid() == tid;
   }

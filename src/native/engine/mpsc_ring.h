@@ -18,11 +18,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-
-#include "engine/zeroed_pages.h"
 
 #include "engine/ring_bytes.h"
+#include "engine/zeroed_pages.h"
 
 namespace peakline::engine {
 

@@ -46,9 +46,15 @@ class ZeroedPages {
   T* get() { return data_; }
   const T* get() const { return data_; }
 
-  // Every element zero again, and no page resident. Returns false if the kernel refused
-  // (then the caller must clear by hand).
-  bool Reset() { return madvise(data_, bytes_, MADV_DONTNEED) == 0; }
+  // Every element zero again. Returns true when the pages were also given back; false when
+  // the kernel refused and they were zeroed by hand (a plain byte loop: memset-family calls
+  // may be interposed by peakline's own copy hooks elsewhere).
+  bool Reset() {
+    if (madvise(data_, bytes_, MADV_DONTNEED) == 0) return true;
+    auto* bytes = reinterpret_cast<volatile unsigned char*>(data_);
+    for (size_t i = 0; i < bytes_; ++i) bytes[i] = 0;
+    return false;
+  }
 
  private:
   static size_t RoundToPages(size_t n) {

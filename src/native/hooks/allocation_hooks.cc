@@ -102,11 +102,7 @@ class MappingTable {
     }
     return 0;
   }
-  void Clear() {  // between sessions only; gives the pages back
-    if (!keys_.Reset()) {
-      for (size_t i = 0; i < kSlots + kWindow; ++i) keys_[i].store(0, std::memory_order_relaxed);
-    }
-  }
+  void Clear() { keys_.Reset(); }  // between sessions only; gives the pages back
 
  private:
   static size_t Hash(uintptr_t a) { return static_cast<size_t>(((a >> 12) * 0x9E3779B97F4A7C15ULL) >> 50); }

@@ -97,12 +97,8 @@ class SampledPointerTable {
   // Not thread safe: only while no hook runs (between profiling sessions). Gives the pages
   // back: only those the next session's samples hash to become resident again.
   void Clear() {
-    if (!slots_.Reset()) {
-      for (size_t i = 0; i <= mask_ + kWindow; ++i) slots_[i].store(kEmpty, std::memory_order_relaxed);
-    }
-    if (!filter_.Reset()) {
-      for (size_t i = 0; i < (size_t{1} << kFilterBits); ++i) filter_[i].store(0, std::memory_order_relaxed);
-    }
+    slots_.Reset();
+    filter_.Reset();
   }
 
  private:
