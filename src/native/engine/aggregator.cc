@@ -126,6 +126,7 @@ void Aggregator::Start() {
   if (config_.sample_native_threads) ScanNativeThreads(initial_tids_);
   initial_threads_registered_ = true;
   if (gpu_) gpu_->Start(MonotonicNowNs());
+  if (memory_) memory_->StartStaging();
   {
     BlockSignalsForNewThreads no_signals;
     thread_ = std::thread([this] { Run(); });
@@ -143,6 +144,7 @@ void Aggregator::StopThread() {
   cv_.notify_all();
   thread_.join();
   if (gpu_) gpu_->StopThread();
+  if (memory_) memory_->StopStaging();
   thread_started_ = false;
   stopped_ = true;
   for (auto& [tid, slot] : slots_) {

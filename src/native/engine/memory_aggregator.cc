@@ -19,24 +19,26 @@ MemoryAggregator::MemoryAggregator(profile::StackTable* table, CodeResolver* res
   timeline_.push_back(TimePoint{0, 0});
 }
 
+void MemoryAggregator::StartStaging() {
+  stager_.Start(hooks::MemoryEventRing(), hooks::MarkCurrentThreadInternal);
+}
+
 void MemoryAggregator::Drain() {
-  MpscRing* ring = hooks::MemoryEventRing();
-  if (ring == nullptr) return;
-  for (;;) {
-    const size_t n = ring->Read(record_, sizeof(record_));
-    if (n == 0) break;
+  // Staged records are drained even when the ring is gone (a fork child forgets it).
+  stager_.Drain(hooks::MemoryEventRing(), [this](const uint8_t* record, size_t n) {
     memory::MemoryEvent ev;
     if (n == SIZE_MAX || n < sizeof(ev)) {
       ++invalid_events_;
-      continue;
+      return;
     }
-    std::memcpy(&ev, record_, sizeof(ev));
+    std::memcpy(&ev, record, sizeof(ev));
     if (sizeof(ev) + ev.nframes * sizeof(RawFrame) != n) {
       ++invalid_events_;
-      continue;
+      return;
     }
-    Process(ev, reinterpret_cast<const RawFrame*>(record_ + sizeof(ev)));
-  }
+    // The frames follow the event at an 8-byte aligned offset (sizeof(ev) is a multiple of 8).
+    Process(ev, reinterpret_cast<const RawFrame*>(record + sizeof(ev)));
+  });
 }
 
 void MemoryAggregator::Process(const memory::MemoryEvent& ev, const RawFrame* frames) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "engine/code_resolver.h"
+#include "engine/event_stager.h"
 #include "engine/reported_files.h"
 #include "memory/memory_event.h"
 #include "profile/stack_table.h"
@@ -52,7 +53,12 @@ class MemoryAggregator {
                    int64_t start_ns,
                    std::function<void(pid_t tid, std::vector<uint32_t>*)> stitch);
 
-  // GIL held: drain the hooks' ring.
+  // GIL held, after the hooks started: starts the thread that stages the hooks' ring while
+  // the GIL is held elsewhere (engine/event_stager.h). StopStaging joins it (GIL released or
+  // held: it never takes the GIL).
+  void StartStaging();
+  void StopStaging() { stager_.Stop(); }
+  // GIL held: drain what was staged, then the hooks' ring.
   void Drain();
   // GIL held: once per tick — global timeline point(s) and per-line timeline points.
   void OnTick(int64_t now_ns);
@@ -67,6 +73,7 @@ class MemoryAggregator {
   const std::vector<LineMemory>& lines() const { return lines_; }
   int64_t peak_events() const { return peak_events_; }
   int64_t invalid_events() const { return invalid_events_; }
+  const EventStager& stager() const { return stager_; }
 
  private:
   struct LiveBlock {
@@ -105,7 +112,9 @@ class MemoryAggregator {
   std::vector<LineMemory> lines_;
   std::vector<TimePoint> timeline_;
   std::vector<uint32_t> ids_;
-  alignas(8) uint8_t record_[sizeof(memory::MemoryEvent) + memory::kMaxMemoryFrames * sizeof(RawFrame)];
+  static constexpr size_t kMaxRecord =
+      sizeof(memory::MemoryEvent) + memory::kMaxMemoryFrames * sizeof(RawFrame);
+  EventStager stager_{kMaxRecord};
 };
 
 }  // namespace peakline::engine

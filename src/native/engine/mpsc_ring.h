@@ -12,8 +12,18 @@
 // the capacity. Headers are 8-byte aligned, so a header never straddles the end; the header
 // word is accessed as an atomic in place (std::atomic_ref). The buffer is zero pages from the
 // kernel (engine/zeroed_pages.h): only the part the program's events reach becomes resident.
+//
+// Doorbell: with a watermark set, a producer whose record leaves more than that many bytes
+// queued wakes the consumer thread blocked in WaitDoorbell (one futex wake, then nothing more
+// until the consumer re-arms it) — so a consumer can sleep until the ring fills, instead of
+// polling it. The producer side costs one compare when the ring is below the watermark.
 #ifndef PEAKLINE_ENGINE_MPSC_RING_H_
 #define PEAKLINE_ENGINE_MPSC_RING_H_
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstddef>
@@ -37,8 +47,9 @@ class MpscRing {
     const uint32_t len = len_a + len_b;
     const uint64_t total = 8 + ((static_cast<uint64_t>(len) + 7) & ~uint64_t{7});
     uint64_t head = head_.load(std::memory_order_relaxed);
+    uint64_t tail;
     for (;;) {
-      const uint64_t tail = tail_.load(std::memory_order_acquire);
+      tail = tail_.load(std::memory_order_acquire);
       if (total > capacity_ - (head - tail)) {
         dropped_.fetch_add(1, std::memory_order_relaxed);
         return false;
@@ -52,7 +63,42 @@ class MpscRing {
     pos = CopyIn(pos, a, len_a);
     CopyIn(pos, b, len_b);
     HeaderWord(head).store(len | kCommitBit, std::memory_order_release);
+    // tail may be stale (older, smaller): then the fill is overestimated, and the worst case
+    // is one early wake.
+    if (head + total - tail > watermark_.load(std::memory_order_relaxed)) RingDoorbell();
     return true;
+  }
+
+  // Length of the next committed record, 0 if none is ready (consumer only).
+  size_t NextLength() {
+    const uint64_t tail = tail_.load(std::memory_order_relaxed);
+    if (tail == head_.load(std::memory_order_acquire)) return 0;
+    const uint32_t word = HeaderWord(tail).load(std::memory_order_acquire);
+    return (word & kCommitBit) == 0 ? 0 : word & ~kCommitBit;
+  }
+
+  // 0 rings on every record; the default (UINT64_MAX) never rings.
+  void SetDoorbellWatermark(uint64_t bytes) { watermark_.store(bytes, std::memory_order_relaxed); }
+
+  // Any thread, async-signal-safe: wakes the waiting consumer unless already rung.
+  void RingDoorbell() {
+    if (bell_.load(std::memory_order_relaxed) != 0) return;
+    if (bell_.exchange(1, std::memory_order_acq_rel) != 0) return;
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&bell_), FUTEX_WAKE_PRIVATE, 1, nullptr,
+            nullptr, 0);
+  }
+
+  // The consumer thread: blocks until the doorbell rings or timeout_ns passes, then re-arms
+  // it. Returns true when it rang. Records written after the re-arm ring it again.
+  bool WaitDoorbell(int64_t timeout_ns) {
+    struct timespec timeout = {static_cast<time_t>(timeout_ns / 1'000'000'000),
+                               static_cast<long>(timeout_ns % 1'000'000'000)};
+    if (bell_.load(std::memory_order_acquire) == 0) {
+      // Returns at once if a producer rang between the load and the wait (value no longer 0).
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&bell_), FUTEX_WAIT_PRIVATE, 0, &timeout,
+              nullptr, 0);
+    }
+    return bell_.exchange(0, std::memory_order_acq_rel) != 0;
   }
 
   // Consumer (one thread at a time). Copies the next committed record into out; returns its
@@ -75,6 +121,7 @@ class MpscRing {
   }
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  size_t capacity() const { return capacity_; }
 
  private:
   std::atomic_ref<uint32_t> HeaderWord(uint64_t pos) {
@@ -94,6 +141,9 @@ class MpscRing {
   alignas(64) std::atomic<uint64_t> head_{0};
   alignas(64) std::atomic<uint64_t> tail_{0};
   std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> watermark_{UINT64_MAX};
+  alignas(64) std::atomic<uint32_t> bell_{0};
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "futex word");
 };
 
 }  // namespace peakline::engine

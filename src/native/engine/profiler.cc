@@ -242,6 +242,7 @@ Snapshot CollectProfile() {
         {"untracked_samples", static_cast<int64_t>(hs.untracked)},
         {"peak_events", mem->peak_events()},
         {"invalid_events", mem->invalid_events()},
+        {"staged_events", static_cast<int64_t>(mem->stager().staged_records())},
     };
   }
   if (const gpu::GpuAggregator* g = g_finished->gpu()) {

@@ -36,9 +36,11 @@ struct MemoryConfig {
   int64_t alloc_mean_bytes = 512 * 1024;
   int64_t copy_mean_bytes = 2 * 1024 * 1024;
   bool track_copies = true;
-  // Drained every tick (20 ms): 1 MiB holds about 1000 events of the deepest stacks, i.e.
-  // 500 MiB allocated between two drains at the default mean. Full: "dropped_events".
-  size_t event_ring_bytes = 1024 * 1024;
+  // Drained every tick (20 ms), and by the stager thread (engine/event_stager.h) whenever a
+  // quarter of it is queued: 256 KiB holds about 250 events of the deepest stacks, ~1600 of
+  // typical ones. A ring cycles, so all of it becomes resident in a long run: small on
+  // purpose. Full: "dropped_events".
+  size_t event_ring_bytes = 256 * 1024;
 };
 
 struct MemoryHookStats {

@@ -82,6 +82,7 @@ def run_fields(raw_memory: Mapping[str, Any], *, elapsed_s: float, peak_rss_byte
         "copy_samples": stats.get("copy_samples", 0),
         "not_sampled_events": stats.get("dropped_events", 0) + stats.get("untracked_samples", 0),
         "unattributed_alloc_bytes": unattributed_alloc_bytes,
+        "staged_events": stats.get("staged_events", 0),
     }
     out: dict[str, Any] = {"peak_bytes": stats.get("peak_bytes", 0), "timeline": timeline,
                            "memory": memory}

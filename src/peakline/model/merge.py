@@ -37,7 +37,7 @@ _FUNCTION_SUMS = (*_LINE_SUMS, "self_s", "inclusive_s")
 _SAMPLING_SUMS = ("cpu_samples", "wait_samples", "dropped_samples", "invalid_frames",
                   "truncated_stacks", "deferred_code_frees", "skipped_ticks")
 _MEMORY_SUMS = ("alloc_samples", "free_samples", "copy_samples", "not_sampled_events",
-                "unattributed_alloc_bytes")
+                "unattributed_alloc_bytes", "staged_events")
 
 
 def process_record(profile: Profile, *, merged: bool = True) -> dict[str, Any]:

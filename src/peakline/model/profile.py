@@ -492,6 +492,7 @@ class Memory(_Record):
     copy_samples: int = 0
     not_sampled_events: int = 0
     unattributed_alloc_bytes: int = 0
+    staged_events: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("sampling_interval_bytes", _count),
@@ -499,7 +500,8 @@ class Memory(_Record):
                _Field("peak_time_s", _seconds), _Field("live_end_bytes", _int),
                _Field("growth_rate_bytes_s", _signed),
                *(_Field(n, _count) for n in ("alloc_samples", "free_samples", "copy_samples",
-                                             "not_sampled_events", "unattributed_alloc_bytes")))
+                                             "not_sampled_events", "unattributed_alloc_bytes")),
+               _Field("staged_events", _count, required=False))
 
 
 def _one_of(*choices: str) -> Checker:
