@@ -28,9 +28,7 @@ reusable executor (joblib) is shut down first so that its idle workers end and w
 from __future__ import annotations
 
 import atexit
-import json
 import os
-import shlex
 import signal
 import sys
 
@@ -127,7 +125,7 @@ class ChildTracker:
         pythonpath = os.environ.get("PYTHONPATH")
         settings = {
             CHILD_DIR_ENV: self.directory,
-            OPTIONS_ENV: json.dumps(self.options.to_json()),
+            OPTIONS_ENV: json_text(self.options.to_json()),
             "PYTHONPATH": self.directory + (os.pathsep + pythonpath if pythonpath else ""),
         }
         for key, value in settings.items():
@@ -175,6 +173,7 @@ class ChildTracker:
             if name.endswith(STARTED_SUFFIX) and stem not in finished:
                 try:
                     with open(os.path.join(self.directory, name), encoding="utf-8") as f:
+                        import json
                         unfinished.append(json.load(f))
                 except (OSError, ValueError):
                     pass
@@ -223,6 +222,7 @@ class _OwnProfile:
         try:
             with open(os.path.join(self.directory, f"{self.pid}{STARTED_SUFFIX}"), "w",
                       encoding="utf-8") as f:
+                import json
                 json.dump(record, f)
         except OSError:
             pass
@@ -262,7 +262,42 @@ _own: _OwnProfile | None = None
 _handlers_installed_pid = 0
 
 
+def json_text(value: object) -> str:
+    """JSON for the session options (str, bool, int, float, None, lists, dicts with str keys),
+    written here: the json module (and the re module it loads) would otherwise be imported
+    into the profiled program just to pass the options to its children."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float) and value - value == 0:  # finite
+        return float.__repr__(value)
+    if isinstance(value, str):
+        out = ['"']
+        for ch in value:
+            if ch in '"\\':
+                out.append("\\" + ch)
+            elif ch < " " or ch > "~":  # ASCII only, as json.dumps writes it
+                code = ord(ch)
+                if code > 0xFFFF:  # a surrogate pair
+                    code -= 0x10000
+                    out.append(f"\\u{0xD800 | (code >> 10):04x}\\u{0xDC00 | (code & 0x3FF):04x}")
+                else:
+                    out.append(f"\\u{code:04x}")
+            else:
+                out.append(ch)
+        out.append('"')
+        return "".join(out)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(json_text(v) for v in value) + "]"
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return "{" + ", ".join(f"{json_text(k)}: {json_text(v)}" for k, v in value.items()) + "}"
+    import json  # anything else (inf, nan, other types): the real encoder decides
+    return json.dumps(value)
+
+
 def _describe(argv: list[str]) -> str:
+    import shlex
     text = shlex.join(argv)
     return text if len(text) <= 160 else text[:157] + "..."
 
@@ -272,6 +307,7 @@ def _options_from_env() -> SessionOptions | None:
     if not text:
         return None
     try:
+        import json
         return SessionOptions.from_json(json.loads(text))
     except (ValueError, TypeError):
         return None

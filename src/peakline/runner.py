@@ -10,13 +10,15 @@ way the program would have.
 from __future__ import annotations
 
 import os
-import runpy
 import signal
 import sys
 import threading
 import types
 
-_SKIP_FILES = {os.path.abspath(__file__), os.path.abspath(runpy.__file__)}
+# runpy is imported only for what this module does not do itself (-m, zip archives); its
+# frames are trimmed from tracebacks either way.
+_SKIP_FILES = {os.path.abspath(__file__),
+               os.path.join(os.path.dirname(os.path.abspath(os.__file__)), "runpy.py")}
 
 
 class Target:
@@ -84,13 +86,13 @@ def run(target: Target) -> Outcome:
                 sys.path[0] = script_dir
             else:
                 sys.path.insert(0, script_dir)
-            # Like `python script.py` (3.9+): __file__ and co_filename are absolute, argv[0]
-            # stays as given.
-            namespace = runpy.run_path(os.path.abspath(target.script), run_name="__main__")
+            # Like `python script.py` (3.9+): __file__ and co_filename are absolute.
+            namespace = run_path_as_main(os.path.abspath(target.script))
         else:
             sys.argv = [target.module or "", *target.args]
             if sys.path:
                 sys.path[0] = os.getcwd()
+            import runpy
             namespace = runpy.run_module(target.module or "", run_name="__main__",
                                          alter_sys=True)
         outcome = Outcome(0, keepalive=namespace)
@@ -105,6 +107,75 @@ def run(target: Target) -> Outcome:
     if saved_path0 is not None and sys.path:
         sys.path[0] = saved_path0
     return outcome
+
+
+def run_path_as_main(path: str) -> dict:
+    """``runpy.run_path(path, run_name="__main__")``, done here for a plain file.
+
+    runpy.run_path imports pkgutil, which imports typing: ~0.6 MiB of the profiled process's
+    memory, for two small helpers. For a plain file (source or compiled: what no import path
+    hook accepts) this does what run_path does, with the same result: a fresh module named
+    ``__main__`` is ``sys.modules["__main__"]`` while the code runs, with ``__file__`` = path,
+    ``__cached__``, ``__doc__``, ``__loader__`` and ``__spec__`` None, ``__package__`` "";
+    ``sys.argv[0]`` is path meanwhile; both are restored afterwards, and a copy of the
+    module's namespace is returned. Anything else (a zip archive, a directory) goes to runpy.
+    tests/python/test_cli_run.py compares the two.
+    """
+    if _path_importer(path) is not None:
+        import runpy
+        return runpy.run_path(path, run_name="__main__")
+    code = _code_of_file(path)
+    module = types.ModuleType("__main__")
+    namespace = module.__dict__
+    namespace.update(__name__="__main__", __file__=path, __cached__=None, __doc__=None,
+                     __loader__=None, __package__="", __spec__=None)
+    missing = object()
+    saved_main = sys.modules.get("__main__", missing)
+    saved_argv0 = sys.argv[0]
+    sys.modules["__main__"] = module
+    sys.argv[0] = path
+    try:
+        exec(code, namespace)
+    finally:
+        sys.argv[0] = saved_argv0
+        if saved_main is missing:
+            del sys.modules["__main__"]
+        else:
+            sys.modules["__main__"] = saved_main
+    return namespace.copy()
+
+
+def _path_importer(path: str):
+    """The importer an import path hook gives for path (a zip archive, a directory), or None
+    (pkgutil.get_importer's rule)."""
+    try:
+        return sys.path_importer_cache[path]
+    except KeyError:
+        pass
+    for hook in sys.path_hooks:
+        try:
+            importer = hook(path)
+        except ImportError:
+            continue
+        sys.path_importer_cache.setdefault(path, importer)
+        return importer
+    return None
+
+
+def _code_of_file(path: str) -> types.CodeType:
+    """A compiled file (.pyc: magic number, 12 more header bytes, marshalled code) or source."""
+    import io
+    try:  # the interpreter's own copy of importlib's bootstrap: always loaded
+        from _frozen_importlib_external import MAGIC_NUMBER
+    except ImportError:
+        from importlib.util import MAGIC_NUMBER
+    with io.open_code(path) as f:
+        if f.read(len(MAGIC_NUMBER)) == MAGIC_NUMBER:
+            import marshal
+            f.read(12)
+            return marshal.load(f)
+        f.seek(0)
+        return compile(f.read(), path, "exec")
 
 
 def _join_non_daemon_threads() -> None:

@@ -7,7 +7,6 @@ renderers never see the extension.
 
 from __future__ import annotations
 
-import dis
 import os
 import sys
 import threading
@@ -74,6 +73,21 @@ class SessionOptions(namedtuple("_SessionOptions", _OPTION_DEFAULTS,
         }
 
 
+def all_opmap() -> dict[str, int]:
+    """Every opcode of this interpreter by name, specialised forms included (what
+    ``dis._all_opmap`` holds), built from the small ``opcode`` module: dis itself is not
+    loaded into the profiled program for this."""
+    import opcode
+    table = dict(opcode.opmap)
+    specialized = getattr(opcode, "_specialized_opmap", None)  # 3.13+
+    if specialized is not None:
+        table.update(specialized)
+    else:  # 3.11, 3.12: the specialised forms fill the unnamed slots ("<N>"), in order
+        empty = [op for op, name in enumerate(opcode.opname) if name.startswith("<")]
+        table.update(zip(getattr(opcode, "_specialized_instructions", ()), empty))
+    return table
+
+
 def call_opcode_table() -> bytes:
     """256 flags: 1 for the opcodes that call a callable in this interpreter.
 
@@ -84,8 +98,7 @@ def call_opcode_table() -> bytes:
     ``CALL_INTRINSIC_*`` are interpreter internals, not calls of user-visible callables.
     """
     table = bytearray(256)
-    opmap = getattr(dis, "_all_opmap", None) or dis.opmap
-    for name, op in opmap.items():
+    for name, op in all_opmap().items():
         base = name.removeprefix("INSTRUMENTED_")
         if base.startswith(("CALL", "PRECALL")) and "INTRINSIC" not in base and 0 <= op < 256:
             table[op] = 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import sysconfig
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 import peakline.model.profile as profile_module
 import peakline.model.profile_file as profile_file_module
 from peakline.errors import ProfileFormatError
+from peakline.model.selection import has_stdlib_component
 from peakline.model import (
     FORMAT_VERSION,
     FileSelection,
@@ -393,10 +395,31 @@ def test_default_selection_reports_user_code_only(filename, reported):
     assert FileSelection(library_dirs=[STDLIB]).is_reported(filename) is reported
 
 
-def test_default_selection_uses_this_interpreters_sysconfig_paths():
-    stdlib_file = os.path.join(sysconfig.get_paths()["stdlib"], "json", "decoder.py")
-    assert FileSelection().is_reported(stdlib_file) is False
+@pytest.mark.parametrize("key", ["stdlib", "platstdlib", "purelib", "platlib"])
+def test_default_selection_covers_this_interpreters_sysconfig_paths(key):
+    # The selection no longer reads sysconfig (it is not imported while the program runs):
+    # every directory sysconfig names must still be a library by the rules it does use.
+    path = sysconfig.get_paths()[key]
+    for name in ("json/decoder.py", "pkg/mod.py"):
+        assert FileSelection().is_reported(os.path.join(path, name)) is False, (key, path)
+        # ... also through the path rules alone, as for another interpreter's profile
+        assert FileSelection(library_dirs=[]).is_reported(os.path.join(path, name)) is False
     assert FileSelection(library_dirs=[]).is_reported("/home/u/app.py") is True
+
+
+_STDLIB_COMPONENT_RE = re.compile(r"[/\\]lib(64)?[/\\]python\d+(\.\d+)?t?[/\\]", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("path", [
+    "/usr/lib/python3.11/json/decoder.py", "/usr/lib64/python3.13t/os.py",
+    "C:\\Py\\Lib\\python3.12\\x.py", "/opt/LIB/PYTHON3/x.py", "/a/lib/python3./x.py",
+    "/a/lib/python3.x/y.py", "/a/lib/python/x.py", "/a/mylib/python3.11/x.py",
+    "/a/lib/python3.11", "/a/lib/python3.11t/", "/a/lib/python3.11tt/x", "/lib/python3/lib/python3.9/a",
+    "/a/lib64/python310/x.py", "/a/lib/pythonista/x.py", "/a/lib/python3.11.2/x.py",
+    "/home/u/python3.11/lib/x.py", "lib/python3.11/x.py", "/a/lib/python3.11\\x.py",
+])
+def test_stdlib_component_rule_matches_the_regex_it_replaced(path):
+    assert has_stdlib_component(path) is bool(_STDLIB_COMPONENT_RE.search(path))
 
 
 def test_library_dirs_exclude_files_under_them_only():
@@ -458,3 +481,32 @@ def test_the_example_in_the_spec_loads_with_the_reference_reader():
     profile = loads_profile(example, source="profile-format.md")
     assert profile.files["/home/u/app.py"].lines[0].lineno == 7
     assert profile.totals.unattributed_s == 0.002
+
+
+def test_opcode_table_matches_dis():
+    # session.all_opmap rebuilds dis._all_opmap from the opcode module (dis is not imported
+    # while the program runs); CI runs this on every supported CPython.
+    import dis
+
+    from peakline.session import all_opmap, call_opcode_table
+    assert all_opmap() == getattr(dis, "_all_opmap", dis.opmap)
+    table = call_opcode_table()
+    assert table[dis.opmap["CALL"]] == 1
+    assert table[dis.opmap["LOAD_FAST"]] == 0
+
+
+_OPTION_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12)
+
+
+@given(_OPTION_VALUES)
+@settings(max_examples=300, deadline=None)
+def test_child_options_json_reads_back_like_json_dumps(value):
+    # peakline.child writes the children's options without the json module (see json_text).
+    from peakline.child import json_text
+    text = json_text(value)
+    assert text.isascii()
+    assert json.loads(text) == json.loads(json.dumps(value))

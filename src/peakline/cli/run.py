@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
 
+from peakline.cli import options as _options
+from peakline.cli.options import Option
 from peakline.errors import UsageError
-from peakline.reporters import VALUE_OPTIONS, Command, add_output_arguments, check_outputs
+from peakline.reporters import check_outputs
 from peakline.runner import Outcome, Target
 from peakline.session import DEFAULT_CPU_INTERVAL_S, Session, SessionOptions
 
@@ -18,50 +19,69 @@ stdin and stdout; its exit status is peakline's. The profile file is written whe
 program ends — normally, by sys.exit, by an uncaught exception, by Ctrl-C or by SIGTERM —
 and a line-level report is printed to stderr."""
 
+USAGE = "peakline run [options] (script.py | -m module) [args ...]"
+
+
+def _byte_size(text: str) -> int:
+    units = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    suffix = t[-1:] if t[-1:] in units and t[-1:] != "" else ""
+    try:
+        value = int(float(t[: len(t) - len(suffix)]) * units[suffix])
+    except ValueError:
+        raise ValueError(f"not a byte size: {text!r}") from None
+    if value < 1024:
+        raise ValueError(f"must be at least 1K, got {text!r}")
+    return value
+
+
+OPTIONS = [
+    Option("-m", dest="module", metavar="MODULE", help="run a library module as a script"),
+    Option("-o", "--outfile", dest="outfile", metavar="PATH",
+           help="where to write the profile (default: peakline-<script>.json in the current "
+                "directory)"),
+    Option("--cpu-sampling-rate", dest="cpu_sampling_rate", convert=float,
+           default=DEFAULT_CPU_INTERVAL_S, metavar="SECONDS",
+           help="CPU sampling interval in seconds of each thread's CPU time "
+                f"(default: {DEFAULT_CPU_INTERVAL_S})"),
+    Option("--profile-all", dest="profile_all", convert=None, const=True, default=False,
+           help="report every file, libraries and the standard library included"),
+    Option("--profile-only", dest="profile_only", default="", metavar="A,B",
+           help="report only files whose path contains one of these substrings"),
+    Option("--profile-exclude", dest="profile_exclude", default="", metavar="A,B",
+           help="do not report files whose path contains one of these substrings"),
+    Option("--cpu-only", dest="cpu_only", convert=None, const=True, default=False,
+           help="profile CPU time only: no allocation hooks, no memory or copy columns"),
+    Option("--memory-sampling-interval", dest="memory_sampling_interval", convert=_byte_size,
+           default=512 * 1024, metavar="BYTES",
+           help="mean number of allocated bytes between two memory samples (accepts K, M, G "
+                "suffixes; default: 512K). Smaller is more precise per line and slower; "
+                "allocations much larger than this are attributed exactly either way"),
+    Option("--gpu", dest="gpu", convert=None, const=True,
+           help="profile the NVIDIA GPU through NVML (default: on when a device is found)"),
+    Option("--no-gpu", dest="gpu", convert=None, const=False, help="do not profile the GPU"),
+    Option("--no-report", dest="no_report", convert=None, const=True, default=False,
+           help="write the profile file only"),
+    Option("--no-children", dest="no_children", convert=None, const=True, default=False,
+           help="do not profile the Python processes the program starts (by default they are "
+                "profiled and merged into this report)"),
+    *_options.output_options(_options.RUN),
+]
+
 # Options that take a value: the command line is split at the first token that is neither
 # one of our options nor its value, so the program's own options pass through untouched.
-_VALUE_OPTIONS = {"--outfile", "-o", "--cpu-sampling-rate", "--profile-only",
-                  "--profile-exclude", "--cpu-percent-threshold", "--memory-sampling-interval",
-                  "--malloc-threshold"} | VALUE_OPTIONS
+_VALUE_OPTIONS = _options.value_flags(OPTIONS)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="peakline run", description=DESCRIPTION,
-        usage="peakline run [options] (script.py | -m module) [args ...]",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
-    p.add_argument("-o", "--outfile", metavar="PATH",
-                   help="where to write the profile (default: peakline-<script>.json in the "
-                        "current directory)")
-    p.add_argument("--cpu-sampling-rate", type=float, default=DEFAULT_CPU_INTERVAL_S,
-                   metavar="SECONDS",
-                   help="CPU sampling interval in seconds of each thread's CPU time "
-                        f"(default: {DEFAULT_CPU_INTERVAL_S})")
-    p.add_argument("--profile-all", action="store_true",
-                   help="report every file, libraries and the standard library included")
-    p.add_argument("--profile-only", metavar="A,B", default="",
-                   help="report only files whose path contains one of these substrings")
-    p.add_argument("--profile-exclude", metavar="A,B", default="",
-                   help="do not report files whose path contains one of these substrings")
-    p.add_argument("--cpu-only", action="store_true",
-                   help="profile CPU time only: no allocation hooks, no memory or copy columns")
-    p.add_argument("--memory-sampling-interval", type=_byte_size, default=512 * 1024,
-                   metavar="BYTES",
-                   help="mean number of allocated bytes between two memory samples "
-                        "(accepts K, M, G suffixes; default: 512K). Smaller is more precise "
-                        "per line and slower; allocations much larger than this are "
-                        "attributed exactly either way")
-    p.add_argument("--gpu", dest="gpu", action="store_true",
-                   help="profile the NVIDIA GPU through NVML (default: on when a device is found)")
-    p.add_argument("--no-gpu", dest="gpu", action="store_false", help="do not profile the GPU")
-    p.set_defaults(gpu=None)
-    p.add_argument("--no-report", action="store_true", help="write the profile file only")
-    p.add_argument("--no-children", action="store_true",
-                   help="do not profile the Python processes the program starts "
-                        "(by default they are profiled and merged into this report)")
-    add_output_arguments(p, Command.RUN)
-    return p
+def parse_options(tokens: list[str]) -> _options.Values:
+    """peakline's own options (argparse only for --help and errors: cli/options.py)."""
+    values = _options.parse(tokens, OPTIONS)
+    if values is None:
+        import argparse
+        values = _options.parse_with_argparse(
+            tokens, OPTIONS, prog="peakline run", description=DESCRIPTION, usage=USAGE,
+            formatter_class=argparse.RawDescriptionHelpFormatter)
+    return values
 
 
 def split_command_line(argv: list[str]) -> tuple[list[str], Target | None]:
@@ -93,19 +113,6 @@ def split_command_line(argv: list[str]) -> tuple[list[str], Target | None]:
     return ours, Target(script=argv[i], args=argv[i + 1:])
 
 
-def _byte_size(text: str) -> int:
-    units = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
-    t = text.strip().upper().removesuffix("B").removesuffix("I")
-    suffix = t[-1:] if t[-1:] in units and t[-1:] != "" else ""
-    try:
-        value = int(float(t[: len(t) - len(suffix)]) * units[suffix])
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a byte size: {text!r}") from None
-    if value < 1024:
-        raise argparse.ArgumentTypeError(f"must be at least 1K, got {text!r}")
-    return value
-
-
 def _csv(value: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value.split(",") if v.strip())
 
@@ -120,9 +127,8 @@ def default_outfile(target: Target) -> str:
 
 def main(argv: list[str]) -> int:
     ours, target = split_command_line(argv)
-    parser = _parser()
     try:
-        opts = parser.parse_args(ours)
+        opts = parse_options(ours)
     except SystemExit as exc:  # argparse already printed usage / help
         return int(exc.code or 0)
     if target is None:

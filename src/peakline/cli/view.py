@@ -8,28 +8,25 @@ output. Problems with the file (missing, truncated, corrupt, foreign, newer form
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
+from peakline.cli import options as _options
+from peakline.cli.options import Option
 from peakline.model.profile_file import read_profile
-from peakline.reporters import Command, add_output_arguments, render_outputs, wants_files
+from peakline.reporters import render_outputs, wants_files
 
 DESCRIPTION = """\
 Show a saved profile file: a terminal report by default, or an HTML page, the profile JSON,
 or a speedscope file of the sampled stacks."""
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="peakline view", description=DESCRIPTION)
-    p.add_argument("profile", help="a profile file written by `peakline run`")
-    add_output_arguments(p, Command.VIEW)
-    return p
-
-
 def main(argv: list[str]) -> int:
     try:
-        opts = _parser().parse_args(argv)
+        parser = _options.build_parser(_options.output_options(_options.VIEW),
+                                       prog="peakline view", description=DESCRIPTION)
+        parser.add_argument("profile", help="a profile file written by `peakline run`")
+        opts = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed usage / help
         return int(exc.code or 0)
     profile = read_profile(opts.profile)

@@ -12,11 +12,14 @@ Rules, applied in this order (first match decides):
    substrings. This overrides the library rule below: ``--profile-only numpy`` shows numpy.
 4. ``profile_all``: everything else is reported (pseudo-files and libraries included).
 5. Default, user code only. Not reported:
-   * the standard library: sysconfig ``stdlib``/``platstdlib`` (and their real paths), and any
-     path with a ``lib/pythonX.Y/`` component (another interpreter's stdlib, e.g. a profile
-     built from a venv whose base is elsewhere);
-   * installed packages: sysconfig ``purelib``/``platlib``, and any path containing
-     ``site-packages`` or ``dist-packages``;
+   * the standard library: the directory of ``os`` (and its real path), and any path with a
+     ``lib/pythonX.Y/`` component (another interpreter's stdlib, e.g. a profile built from a
+     venv whose base is elsewhere);
+   * installed packages: ``site.getsitepackages()``, and any path containing
+     ``site-packages`` or ``dist-packages``. (sysconfig would name the same directories, but
+     importing it loads its build-configuration data into the profiled process, and every
+     standard layout is already covered by the two path rules; a test checks sysconfig's
+     directories against these rules.)
    * pseudo-files ``<...>`` (``<frozen os>``, ``<string>``, ``<built-in>``) except the ones a
      person typed: ``<stdin>``, ``<console>``, IPython ``<ipython-input-...>`` and ``<cell ...>``
      names. (ipykernel's real cell files, ``/tmp/ipykernel_*/*.py``, are ordinary user files.)
@@ -29,17 +32,17 @@ source files (code size), never with run time.
 from __future__ import annotations
 
 import os
-import re
-import sysconfig
-from collections.abc import Iterable
+import sys
+
+TYPE_CHECKING = False  # no typing import while the program runs (see peakline/api.py)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 _PEAKLINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Pseudo-file names that hold code a person typed: reported like user files.
 _USER_PSEUDO_PREFIXES = ("<stdin>", "<console>", "<ipython-input-", "<cell")
 
-# "<prefix>/lib/python3.11/..." or "...\Lib\python3.13t\..." : some interpreter's stdlib.
-_STDLIB_COMPONENT_RE = re.compile(r"[/\\]lib(64)?[/\\]python\d+(\.\d+)?t?[/\\]", re.IGNORECASE)
 _PACKAGE_DIR_MARKERS = ("site-packages", "dist-packages")
 
 
@@ -48,12 +51,49 @@ def _dir_prefix(path: str) -> str:
     return os.path.join(os.path.normcase(os.path.abspath(path)), "")
 
 
+def has_stdlib_component(filename: str) -> bool:
+    """True for "<prefix>/lib/python3.11/..." or "...\\Lib\\python3.13t\\...": a path inside
+    some interpreter's stdlib (``[/\\]lib(64)?[/\\]python\\d+(\\.\\d+)?t?[/\\]``, any case;
+    written out because the re module is not otherwise loaded while the program runs)."""
+    s = filename.replace("\\", "/").lower()
+    start = 0
+    while (i := s.find("/python", start)) >= 0:
+        start = i + 1
+        if not (s.endswith("/lib", 0, i) or s.endswith("/lib64", 0, i)):
+            continue
+        k = _skip_digits(s, i + len("/python"))
+        if k == i + len("/python"):
+            continue  # no version digits
+        if k < len(s) and s[k] == ".":
+            end = _skip_digits(s, k + 1)
+            if end == k + 1:
+                continue  # "python3." and no minor version
+            k = end
+        if k < len(s) and s[k] == "t":
+            k += 1
+        if k < len(s) and s[k] == "/":
+            return True
+    return False
+
+
+def _skip_digits(s: str, k: int) -> int:
+    while k < len(s) and s[k].isdigit():
+        k += 1
+    return k
+
+
 def default_library_dirs() -> tuple[str, ...]:
     """This interpreter's stdlib and package directories, as given and resolved."""
-    paths = sysconfig.get_paths()
+    paths = [os.path.dirname(os.path.abspath(os.__file__))]
+    site = sys.modules.get("site")  # not imported under python -S: then no site directories
+    getsitepackages = getattr(site, "getsitepackages", None)
+    if getsitepackages is not None:
+        try:
+            paths.extend(getsitepackages())
+        except Exception:  # noqa: BLE001 - an old virtualenv's site.py; the path rules remain
+            pass
     dirs: set[str] = set()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        path = paths.get(key)
+    for path in paths:
         if path:
             dirs.add(path)
             dirs.add(os.path.realpath(path))
@@ -63,8 +103,8 @@ def default_library_dirs() -> tuple[str, ...]:
 class FileSelection:
     """Decides which files a profile reports. Immutable after construction; answers cached.
 
-    ``library_dirs`` defaults to this interpreter's sysconfig directories; tests pass their own
-    to get answers that do not depend on where Python is installed.
+    ``library_dirs`` defaults to this interpreter's stdlib and site directories; tests pass
+    their own to get answers that do not depend on where Python is installed.
     """
 
     __slots__ = ("profile_all", "profile_only", "profile_exclude", "_library_prefixes",
@@ -120,7 +160,7 @@ class FileSelection:
     def _is_library(self, filename: str) -> bool:
         if any(marker in filename for marker in _PACKAGE_DIR_MARKERS):
             return True
-        if _STDLIB_COMPONENT_RE.search(filename):
+        if has_stdlib_component(filename):
             return True
         return self._under(filename, self._library_prefixes)
 

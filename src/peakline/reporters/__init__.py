@@ -12,25 +12,24 @@ file read back later.
 Shared by them: _format.py (byte sizes, sparklines), _filters.py (which lines are shown),
 _highlights.py (peak holders, leaks), _source.py (reading source), _text.py (terminal text).
 
-This module also holds the output options that ``peakline run`` and ``peakline view`` share
-(``add_output_arguments``) and the one function both call to produce what was asked for
-(``render_outputs``), so the two commands cannot drift apart.
+This module also holds the one function that ``peakline run`` and ``peakline view`` (and the
+Jupyter magics) call to produce what the output options ask for (``render_outputs``); the
+options themselves are declared in peakline/cli/options.py (``output_options``).
 """
 
 from __future__ import annotations
 
-import argparse
-import enum
 import os
 import sys
-from collections.abc import Callable
 
 from peakline.errors import PeaklineError, UsageError
-from peakline.reporters._format import human_bytes, parse_byte_size
 
 TYPE_CHECKING = False  # no typing import while the program runs (see peakline/api.py)
 if TYPE_CHECKING:  # the model is imported when a report is made, not while the program runs
+    from collections.abc import Callable
     from typing import TextIO
+
+    from peakline.cli.options import Values
 
     from peakline.model.profile import Profile
     from peakline.reporters._filters import ReportFilter
@@ -40,65 +39,7 @@ if TYPE_CHECKING:  # the model is imported when a report is made, not while the 
 DEFAULT_CPU_PERCENT_THRESHOLD = 1.0
 DEFAULT_MALLOC_THRESHOLD_BYTES = 1 << 20  # 2x the default sampling interval: not noise
 
-# The options below that take a value: `peakline run` needs them to split its own options
-# from the program's (cli/run.py, _VALUE_OPTIONS).
-VALUE_OPTIONS = frozenset({"--html", "--json", "--speedscope", "--cpu-percent-threshold",
-                           "--malloc-threshold"})
-
-
-class Command(enum.Enum):
-    """Which command the options are for: `run` writes files, `view` may print JSON."""
-
-    RUN = "run"
-    VIEW = "view"
-
-
-def _byte_threshold(text: str) -> int:
-    try:
-        return parse_byte_size(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _percent(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 100, got {text!r}")
-    return value
-
-
-def add_output_arguments(parser: argparse.ArgumentParser, command: Command) -> None:
-    """Add the report options: output files (``--html``, ``--json``, ``--speedscope``), and
-    what the reports show (``--reduced-profile`` and the two thresholds)."""
-    out = parser.add_argument_group("reports")
-    if command is Command.VIEW:
-        out.add_argument("--text", action="store_true",
-                         help="terminal report (the default when no other output is chosen)")
-        out.add_argument("--json", action="store_true",
-                         help="print the profile file (JSON) on standard output")
-    else:
-        out.add_argument("--json", metavar="OUT",
-                         help="also write the profile JSON here ('-' for standard output)")
-    out.add_argument("--html", metavar="OUT",
-                     help="write a self-contained HTML report (one file, works offline)")
-    out.add_argument("--speedscope", metavar="OUT",
-                     help="write the sampled stacks for https://www.speedscope.app")
-    out.add_argument("--reduced-profile", action="store_true",
-                     help="show only lines with activity (see the thresholds)")
-    out.add_argument("--cpu-percent-threshold", type=_percent, default=None, metavar="PCT",
-                     help="a line is active from this share of sampled time (default: "
-                          f"{DEFAULT_CPU_PERCENT_THRESHOLD:g}); giving it implies "
-                          "--reduced-profile")
-    out.add_argument("--malloc-threshold", type=_byte_threshold, default=None, metavar="BYTES",
-                     help="...or from this many bytes allocated (K, M, G suffixes; default: "
-                          f"{human_bytes(DEFAULT_MALLOC_THRESHOLD_BYTES)}); giving it implies "
-                          "--reduced-profile")
-
-
-def report_filter(opts: argparse.Namespace, profile: Profile) -> ReportFilter:
+def report_filter(opts: Values, profile: Profile) -> ReportFilter:
     """The filter the options ask for. A threshold given explicitly means "filter by it"."""
     from peakline.reporters._filters import ReportFilter
 
@@ -113,13 +54,13 @@ def report_filter(opts: argparse.Namespace, profile: Profile) -> ReportFilter:
                         sampled_s=profile.sampled_s)
 
 
-def wants_files(opts: argparse.Namespace) -> bool:
+def wants_files(opts: Values) -> bool:
     """True when the options ask for any output other than the terminal report."""
     return bool(getattr(opts, "html", None) or getattr(opts, "json", None)
                 or getattr(opts, "speedscope", None))
 
 
-def check_outputs(opts: argparse.Namespace) -> None:
+def check_outputs(opts: Values) -> None:
     """Before a run: every output file asked for can be created (its folder exists and is not
     the file itself). UsageError otherwise, so a long run is not wasted on a typo."""
     for option in ("html", "json", "speedscope"):
@@ -132,7 +73,7 @@ def check_outputs(opts: argparse.Namespace) -> None:
                                                        else f"no such directory {folder}"))
 
 
-def render_outputs(profile: Profile, opts: argparse.Namespace, *, text_stream: TextIO | None,
+def render_outputs(profile: Profile, opts: Values, *, text_stream: TextIO | None,
                    notes: TextIO | None = None, strict: bool = True) -> None:
     """Produce every output ``opts`` asks for: the terminal report on ``text_stream`` (None:
     no terminal report), then the HTML, JSON and speedscope outputs; one line per file written

@@ -1,0 +1,192 @@
+"""Command-line options, declared once, parsed without argparse on the common path.
+
+`peakline run` must add as little as it can to the program it runs, and argparse comes with
+re, gettext, locale and shutil (which imports zlib, bz2 and lzma): about 1.7 MiB resident in
+the profiled process, for a dozen options. So each option is declared once, as an `Option`;
+`parse` reads the plain forms itself (``--flag``, ``--name VALUE``, ``--name=VALUE``; an
+option given twice: the last wins, as argparse does), and gives up on anything else (--help,
+an abbreviated or unknown option, a value that does not convert or looks like an option).
+Then `parse_with_argparse` builds the argparse parser from the same declarations, which
+prints the usual help or error message. tests/python/test_cli_options.py checks that both
+read every command line the same way.
+
+The output options that `run` and `view` share are declared here too (`output_options`):
+one list, so the two commands cannot drift apart.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # no typing import while the program runs (see peakline/api.py)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+
+RUN = "run"
+VIEW = "view"
+
+
+class Option:
+    """One option. ``const`` options store ``const`` when given (``--cpu-only``); the others
+    take one value, converted by ``convert`` (a ValueError from it is a usage error; for
+    float/int argparse words it as "invalid float value", otherwise the error's message)."""
+
+    __slots__ = ("flags", "dest", "convert", "default", "const", "is_const", "metavar", "help",
+                 "group")
+
+    def __init__(self, *flags: str, dest: str, convert: Callable[[str], object] | None = str,
+                 default: object = None, const: object = None, metavar: str | None = None,
+                 help: str | None = None, group: str | None = None) -> None:  # noqa: A002
+        self.flags = flags
+        self.dest = dest
+        self.is_const = convert is None
+        self.convert = convert
+        self.default = default
+        self.const = const
+        self.metavar = metavar
+        self.help = help
+        self.group = group
+
+
+class Values:
+    """The parsed options, as attributes (what argparse's Namespace is to its callers)."""
+
+    def __init__(self, **values: object) -> None:
+        self.__dict__.update(values)
+
+    def __eq__(self, other: object) -> bool:
+        return vars(self) == vars(other)
+
+    def __repr__(self) -> str:
+        return "Values(" + ", ".join(f"{k}={v!r}" for k, v in sorted(vars(self).items())) + ")"
+
+
+def value_flags(options: Iterable[Option]) -> frozenset[str]:
+    """The flags that take a value (the next token is theirs, not the program's)."""
+    return frozenset(f for o in options if not o.is_const for f in o.flags)
+
+
+def parse(tokens: Sequence[str], options: Sequence[Option]) -> Values | None:
+    """The options in tokens, or None when argparse must decide (see the module doc)."""
+    by_flag = {f: o for o in options for f in o.flags}
+    values: dict[str, object] = {}
+    for o in options:
+        values.setdefault(o.dest, o.default)
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        attached = token.startswith("--") and "=" in token
+        flag, _, value = token.partition("=") if attached else (token, "", "")
+        option = by_flag.get(flag)
+        if option is None:
+            return None
+        if option.is_const:
+            if attached:
+                return None  # argparse: "ignored explicit argument"
+            values[option.dest] = option.const
+        else:
+            if not attached:
+                if i + 1 >= len(tokens) or tokens[i + 1].startswith("-"):
+                    return None  # missing, or argparse's rules for option-like values
+                i += 1
+                value = tokens[i]
+            try:
+                values[option.dest] = option.convert(value)
+            except (ValueError, TypeError):
+                return None
+        i += 1
+    return Values(**values)
+
+
+def build_parser(options: Sequence[Option], **parser_args):
+    """The argparse parser for the same options (help, errors, the uncommon forms)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(**parser_args)
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    defaults: dict[str, object] = {}
+    for o in options:
+        target = parser
+        if o.group is not None:
+            if o.group not in groups:
+                groups[o.group] = parser.add_argument_group(o.group)
+            target = groups[o.group]
+        kwargs: dict[str, object] = {"dest": o.dest, "help": o.help}
+        if o.is_const:
+            kwargs.update(action="store_const", const=o.const)
+        else:
+            kwargs.update(type=_argparse_type(o.convert), metavar=o.metavar)
+        target.add_argument(*o.flags, **kwargs)
+        defaults.setdefault(o.dest, o.default)
+    parser.set_defaults(**defaults)
+    return parser
+
+
+def parse_with_argparse(tokens: Sequence[str], options: Sequence[Option], **parser_args) -> Values:
+    """argparse's reading of tokens; SystemExit (after printing help or the error) as usual."""
+    return Values(**vars(build_parser(options, **parser_args).parse_args(list(tokens))))
+
+
+def _argparse_type(convert: Callable[[str], object]):
+    if convert in (str, int, float):
+        return convert
+
+    def checked(text: str) -> object:
+        import argparse
+        try:
+            return convert(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    checked.__name__ = getattr(convert, "__name__", "value")
+    return checked
+
+
+# --- converters: ValueError with the message a user should read ---
+
+def percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"not a percentage: {text!r}") from None
+    if not 0 <= value <= 100:
+        raise ValueError(f"must be between 0 and 100, got {text!r}")
+    return value
+
+
+def byte_size(text: str) -> int:
+    from peakline.reporters._format import parse_byte_size
+    return parse_byte_size(text)
+
+
+def output_options(command: str) -> list[Option]:
+    """The report options of `peakline run` and `peakline view`: output files (``--html``,
+    ``--json``, ``--speedscope``) and what the reports show (``--reduced-profile``, the two
+    thresholds)."""
+    group = "reports"
+    if command == VIEW:
+        out = [Option("--text", dest="text", convert=None, const=True, default=False,
+                      group=group,
+                      help="terminal report (the default when no other output is chosen)"),
+               Option("--json", dest="json", convert=None, const=True, default=False,
+                      group=group, help="print the profile file (JSON) on standard output")]
+    else:
+        out = [Option("--json", dest="json", metavar="OUT", group=group,
+                      help="also write the profile JSON here ('-' for standard output)")]
+    from peakline.reporters import DEFAULT_CPU_PERCENT_THRESHOLD, DEFAULT_MALLOC_THRESHOLD_BYTES
+    return out + [
+        Option("--html", dest="html", metavar="OUT", group=group,
+               help="write a self-contained HTML report (one file, works offline)"),
+        Option("--speedscope", dest="speedscope", metavar="OUT", group=group,
+               help="write the sampled stacks for https://www.speedscope.app"),
+        Option("--reduced-profile", dest="reduced_profile", convert=None, const=True,
+               default=False, group=group,
+               help="show only lines with activity (see the thresholds)"),
+        Option("--cpu-percent-threshold", dest="cpu_percent_threshold", convert=percent,
+               metavar="PCT", group=group,
+               help="a line is active from this share of sampled time (default: "
+                    f"{DEFAULT_CPU_PERCENT_THRESHOLD:g}); giving it implies --reduced-profile"),
+        Option("--malloc-threshold", dest="malloc_threshold", convert=byte_size,
+               metavar="BYTES", group=group,
+               help="...or from this many bytes allocated (K, M, G suffixes; default: "
+                    f"{DEFAULT_MALLOC_THRESHOLD_BYTES / (1 << 20):g} MiB); giving it implies "
+                    "--reduced-profile"),
+    ]
