@@ -3,6 +3,10 @@
 #include "engine/python_frames.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cstddef>
+#include <cstring>
 
 #include <string>
 #include <utility>
@@ -13,11 +17,24 @@ namespace {
 
 // capture(max) -> ([(code, line, opcode at lasti, lasti*2 == frame.f_lasti), ...] leaf first,
 //                  invalid, truncated, top_opcode, problem)
+// Both reading modes must see the same stack; the racy one (the CPU signal handler's) copies
+// every frame through process_vm_readv. Set by the racy_agrees assertion below.
+int g_racy_disagreements = 0;
+
 PyObject* Capture(PyObject*, PyObject* arg) {
   const long max = PyLong_AsLong(arg);
   if (max == -1 && PyErr_Occurred()) return nullptr;
   RawFrame frames[kMaxFrames];
   const StackRead r = ReadPythonStack(PyThreadState_Get(), frames, static_cast<int>(max));
+  RawFrame racy_frames[kMaxFrames];
+  const StackRead racy =
+      ReadPythonStack(PyThreadState_Get(), racy_frames, static_cast<int>(max), /*racy=*/true);
+  bool agree = racy.nframes == r.nframes && racy.invalid == r.invalid &&
+               racy.truncated == r.truncated && racy.top_opcode == r.top_opcode;
+  for (int i = 0; agree && i < r.nframes; ++i) {
+    agree = racy_frames[i].code == frames[i].code && racy_frames[i].lasti == frames[i].lasti;
+  }
+  if (!agree) ++g_racy_disagreements;
   const char* problem = SelfCheckFrameLayout();
   PyObject* list = PyList_New(0);
   PyFrameObject* frame = PyThreadState_GetFrame(PyThreadState_Get());  // new reference
@@ -250,6 +267,80 @@ TEST_F(PythonFramesTest, DeepRecursion) {
     EXPECT_EQ(r.frames[i].second, 15) << i;
   }
   EXPECT_EQ(r.frames[41].second, 22);
+}
+
+TEST_F(PythonFramesTest, RacyReadingAgreesWithDirectReading) {
+  // Every capture() above read the stack both ways.
+  EXPECT_EQ(g_racy_disagreements, 0);
+}
+
+// The slot the reader starts from: what a signal sees as the innermost frame.
+void** CurrentFrameSlot(PyThreadState* ts) {
+#if PY_VERSION_HEX >= 0x030D0000
+  return reinterpret_cast<void**>(&ts->current_frame);
+#else
+  return reinterpret_cast<void**>(&ts->cframe->current_frame);
+#endif
+}
+
+TEST_F(PythonFramesTest, GarbageCurrentFrameIsDroppedNotFollowed) {
+  // On entry to the eval loop (3.11, 3.12) current_frame briefly holds whatever the C stack
+  // held: seen in the field as a "frame" whose code pointer was 0xe5, which crashed the CPU
+  // signal handler. The racy reader must survive any value there; the direct reader must at
+  // least refuse implausible code pointers.
+  PyThreadState* ts = PyThreadState_Get();
+  void** slot = CurrentFrameSlot(ts);
+  void* saved = *slot;
+  // A frame-sized block of 0xe5 bytes whose "previous" points to another such block.
+  alignas(16) static unsigned char junk[2][256];
+  std::memset(junk, 0xe5, sizeof(junk));
+  void* next = junk[1];
+  std::memcpy(junk[0] + offsetof(cpython::InterpreterFrame, previous), &next, sizeof(next));
+  // An address that is not mapped.
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  munmap(page, 4096);
+  // A frame whose code pointer is unmapped and whose previous link is unmapped too.
+  alignas(16) static unsigned char dangling[256];
+  std::memset(dangling, 0, sizeof(dangling));
+  auto* df = reinterpret_cast<cpython::InterpreterFrame*>(dangling);
+#if PY_VERSION_HEX >= 0x030D0000
+  df->f_executable = static_cast<PyObject*>(page);
+#else
+  df->f_code = static_cast<PyObject*>(page);
+#endif
+  df->previous = static_cast<cpython::InterpreterFrame*>(page);
+  // The field's case: a readable "frame" whose code is readable but no code object, linking
+  // to a frame whose code pointer is 0xe5 (the reader used to trust every link after the
+  // first frame and read 0xe5's type in place).
+  alignas(16) static unsigned char stale[2][256];
+  std::memset(stale, 0, sizeof(stale));
+  auto* s0 = reinterpret_cast<cpython::InterpreterFrame*>(stale[0]);
+  auto* s1 = reinterpret_cast<cpython::InterpreterFrame*>(stale[1]);
+#if PY_VERSION_HEX >= 0x030D0000
+  s0->f_executable = reinterpret_cast<PyObject*>(stale[1]);
+  s1->f_executable = reinterpret_cast<PyObject*>(uintptr_t{0xe5});
+#else
+  s0->f_code = reinterpret_cast<PyObject*>(stale[1]);
+  s1->f_code = reinterpret_cast<PyObject*>(uintptr_t{0xe5});
+#endif
+  s0->previous = s1;
+  for (void* garbage : {static_cast<void*>(junk[0]), page, static_cast<void*>(dangling),
+                        reinterpret_cast<void*>(uintptr_t{0xe5}), static_cast<void*>(stale[0])}) {
+    *slot = garbage;
+    RawFrame frames[kMaxFrames];
+    const StackRead r = ReadPythonStack(ts, frames, kMaxFrames, /*racy=*/true);
+    *slot = saved;
+    EXPECT_EQ(r.nframes, 0) << garbage;
+    EXPECT_GT(r.invalid, 0) << garbage;
+  }
+  // Directly: a garbage code pointer is rejected before it is dereferenced.
+  *slot = junk[0];
+  RawFrame frames[kMaxFrames];
+  const StackRead direct = ReadPythonStack(ts, frames, 1);  // stops after junk[0]'s link
+  *slot = saved;
+  EXPECT_EQ(direct.nframes, 0);
+  EXPECT_GT(direct.invalid, 0);
 }
 
 TEST_F(PythonFramesTest, SelfCheckNeedsAFrame) {

@@ -37,7 +37,7 @@ void CapturePythonStack(uintptr_t pc, RawFrame* frames, int max_frames, SampleHe
     header->kind = SampleKind::kNoThread;
     return;
   }
-  const StackRead r = ReadPythonStack(ts, frames, max_frames, /*racy_top=*/true);
+  const StackRead r = ReadPythonStack(ts, frames, max_frames, /*racy=*/true);
   header->nframes = static_cast<uint16_t>(r.nframes);
   header->invalid_frames = r.invalid;
   if (r.truncated) header->flags |= kFlagTruncated;

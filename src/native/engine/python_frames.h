@@ -101,10 +101,12 @@ struct StackRead {
 
 // Reads thread state ts's frames, leaf first, into out (at most max). Async-signal-safe when
 // called on the thread that owns ts; safe for another thread's ts only while the caller holds
-// the GIL (the owner then cannot push or pop frames). racy_top: the thread may have been
-// interrupted anywhere (a signal handler): the innermost frame is read through
-// process_vm_readv, because it may be being popped and its memory unmapped.
-StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max, bool racy_top = false);
+// the GIL (the owner then cannot push or pop frames). racy: the thread may have been
+// interrupted anywhere (a signal handler): the innermost frame may be being popped (its
+// memory unmapped) and, on entry to the eval loop, current_frame may briefly hold stack
+// garbage, so frames are copied through process_vm_readv until one proves sound, and a frame
+// that fails before that ends the walk (python_frames.cc).
+StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max, bool racy = false);
 
 // Compares ReadPythonStack with the public API on the calling thread (GIL held). Returns
 // nullptr when the mirror agrees, else a static message saying what disagreed.
