@@ -42,6 +42,13 @@ void Produce(MpscRing* ring, uint32_t producer, uint32_t n, std::atomic<uint64_t
   }
 }
 
+// n producer threads writing `each` records apiece; returns when all are done.
+void RunProducers(MpscRing* ring, int n, uint32_t each, std::atomic<uint64_t>* retries) {
+  std::vector<std::thread> producers;
+  for (int p = 0; p < n; ++p) producers.emplace_back(Produce, ring, p, each, retries);
+  for (auto& t : producers) t.join();
+}
+
 class Checker {
  public:
   explicit Checker(int producers) : next_(producers, 0) {}
@@ -73,9 +80,7 @@ TEST(EventStagerTest, ConsumerThatNeverDrainsLosesNothingWhileTheStagerRuns) {
   constexpr int kProducers = 4;
   constexpr uint32_t kEach = 20'000;
   std::atomic<uint64_t> retries{0};
-  std::vector<std::thread> producers;
-  for (int p = 0; p < kProducers; ++p) producers.emplace_back(Produce, &ring, p, kEach, &retries);
-  for (auto& t : producers) t.join();
+  RunProducers(&ring, kProducers, kEach, &retries);
   stager.Stop();
   Checker check(kProducers);
   stager.Drain(&ring, std::ref(check));
@@ -101,9 +106,7 @@ TEST(EventStagerTest, ConcurrentConsumerSeesEveryRecordOnceInOrder) {
       std::this_thread::sleep_for(std::chrono::microseconds(300));
     }
   });
-  std::vector<std::thread> producers;
-  for (int p = 0; p < kProducers; ++p) producers.emplace_back(Produce, &ring, p, kEach, &retries);
-  for (auto& t : producers) t.join();
+  RunProducers(&ring, kProducers, kEach, &retries);
   done.store(true);
   consumer.join();
   stager.Stop();
