@@ -43,7 +43,7 @@ namespace peakline::engine {
 
 class EventStager {
  public:
-  // Staged records per buffer at most (bytes); each record takes 8 + its length rounded up to 8.
+  // Bytes per staging buffer; a record takes 8 + its length rounded up to 8.
   static constexpr size_t kDefaultBufferBytes = 16u << 20;
   // A processed buffer that used more than this gives its pages back.
   static constexpr size_t kKeepBytes = 64u << 10;

@@ -70,7 +70,7 @@ bool ViewFrame(const cpython::InterpreterFrame* f, bool copy, FrameView* view) {
   return true;
 }
 
-// A frame inside the thread's current data-stack chunk but at or past its top has been popped
+// A frame inside the thread's current data-stack chunk but past its top has been popped
 // (its memory is free for the next call); frames elsewhere (older chunks, generators) are not
 // judged here. Reads only the thread state.
 bool PoppedFrame(PyThreadState* ts, const cpython::InterpreterFrame* f) {

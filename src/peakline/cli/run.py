@@ -23,13 +23,7 @@ USAGE = "peakline run [options] (script.py | -m module) [args ...]"
 
 
 def _byte_size(text: str) -> int:
-    units = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}
-    t = text.strip().upper().removesuffix("B").removesuffix("I")
-    suffix = t[-1:] if t[-1:] in units and t[-1:] != "" else ""
-    try:
-        value = int(float(t[: len(t) - len(suffix)]) * units[suffix])
-    except ValueError:
-        raise ValueError(f"not a byte size: {text!r}") from None
+    value = _options.byte_size(text)
     if value < 1024:
         raise ValueError(f"must be at least 1K, got {text!r}")
     return value

@@ -12,7 +12,6 @@ import os
 import sys
 
 from peakline.cli import options as _options
-from peakline.cli.options import Option
 from peakline.model.profile_file import read_profile
 from peakline.reporters import render_outputs, wants_files
 

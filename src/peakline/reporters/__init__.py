@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # the model is imported when a report is made, not while the 
     from typing import TextIO
 
     from peakline.cli.options import Values
-
     from peakline.model.profile import Profile
     from peakline.reporters._filters import ReportFilter
 
