@@ -35,8 +35,9 @@ fi
 # --- the package and the test dependencies --------------------------------------------------
 # A regular (non-editable) install: the tests import the installed package, with its compiled
 # extension, never ./src (pytest runs from the repo root, where no peakline/ folder exists).
+# Third-party versions are pinned (constraints/test.txt), refreshed on purpose only.
 log "pip install '.[test]' with $PYTHON"
-"$PYTHON" -m pip install --disable-pip-version-check '.[test]'
+"$PYTHON" -m pip install --disable-pip-version-check -c constraints/test.txt '.[test]'
 
 # --- C++ unit tests ---------------------------------------------------------------------------
 if [ -f tests/native/CMakeLists.txt ] && ls tests/native/*.cc >/dev/null 2>&1; then
@@ -75,7 +76,8 @@ if [ -z "${PEAKLINE_OTHER_PYTHONS+x}" ]; then
 fi
 for other in $PEAKLINE_OTHER_PYTHONS; do
   log "build and core tests with $other"
-  "$other" -m pip install --disable-pip-version-check -q . pytest hypothesis numpy || { status=1; continue; }
+  "$other" -m pip install --disable-pip-version-check -q -c constraints/test.txt \
+    . pytest hypothesis numpy || { status=1; continue; }
   "$other" -m pytest -q tests/python/test_cpu_accuracy.py tests/python/test_memory_accuracy.py \
     tests/python/test_cli_run.py tests/python/test_model.py || status=1
 done

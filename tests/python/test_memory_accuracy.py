@@ -110,9 +110,16 @@ def test_threads_allocating_concurrently_balance_exactly(tmp_path):
     assert temp["alloc_native_bytes"] == pytest.approx(400 * MiB, rel=0.10)
     assert abs(temp["net_bytes"]) < 4 * MiB
     # Exact counters: everything kept was freed at the end, so the end-of-run live bytes are
-    # back near zero although 4 threads allocated 600 MiB and freed it concurrently.
-    assert abs(p["memory"]["live_end_bytes"]) < 8 * MiB, p["memory"]["live_end_bytes"] / MiB
-    assert 200 * MiB <= p["peak_bytes"] <= 240 * MiB
+    # back to what the interpreter and its imports leave (numpy's import alone leaves 6-8 MiB,
+    # depending on its version), although 4 threads allocated 600 MiB and freed it
+    # concurrently. That level is measured by the same program stopping after its imports.
+    base = run_peakline(["--no-report", str(PROGRAMS / "memory_threads.py"), "--imports-only"],
+                        tmp_path, outfile="imports.json")
+    assert base.returncode == 0, base.stderr
+    imports_live = base.profile()["memory"]["live_end_bytes"]
+    left = p["memory"]["live_end_bytes"] - imports_live
+    assert abs(left) < 2 * MiB, (left / MiB, imports_live / MiB)
+    assert 200 * MiB <= p["peak_bytes"] - imports_live <= 232 * MiB
 
 
 def test_leak_is_flagged_but_not_a_bounded_cache_or_transient_memory(tmp_path):
