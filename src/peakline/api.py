@@ -123,6 +123,13 @@ def start(outfile: str | os.PathLike | None = None, *, cpu_only: bool = False,
     options = _options(cpu_only, cpu_sampling_interval, memory_sampling_interval, profile_all,
                        profile_only, profile_exclude)
     with _lock:
+        if _active is not None and _active.session.pid != os.getpid():
+            _active = None  # inherited through fork: the parent's run, not this process's
+        # In a child of a profiled program this explicit profile wins over the automatic
+        # child session (docs/processes.md, "peakline inside a profiled child").
+        child = sys.modules.get("peakline.child")
+        if _active is None and child is not None:
+            child.step_aside_for_explicit_use("peakline.start")
         if _active is not None or current_session() is not None:
             raise ProfilerStateError("peakline is already profiling this process")
         run = _Run(options, outfile=os.fspath(outfile) if outfile else None, children=children,
