@@ -18,8 +18,13 @@ Design and measurements: docs/processes.md. In short:
   the core to forget it (``_core.reset_after_fork``), and starts a fresh session there.
 * **The child's profile is written** when it ends: at interpreter exit (atexit), before
   ``os._exit`` (multiprocessing's fork children always end that way; see
-  ``runner.on_os_exit``), and on SIGTERM (``Pool.terminate``, ``with Pool() as p:``) when the
-  child has no SIGTERM handler of its own.
+  ``runner.on_os_exit``), before ``os.exec*`` (the new image then runs unprofiled, without
+  peakline's environment: ``runner.on_exec``), and on SIGTERM (``Pool.terminate``,
+  ``with Pool() as p:``) when the child has no SIGTERM handler of its own. The session is
+  stopped before any of peakline's own work.
+* **Explicit use wins**: a child that runs ``peakline run`` or calls ``peakline.start()``
+  makes its automatic session step aside (``step_aside_for_explicit_use``); the parent lists
+  it as not merged, with the reason.
 
 Profiles of processes still running when the parent finishes cannot be merged; loky's
 reusable executor (joblib) is shut down first so that its idle workers end and write theirs.
