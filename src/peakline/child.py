@@ -463,6 +463,14 @@ def bootstrap(sitecustomize_dir: str | None = None) -> None:
     _own = own
 
 
+def automatic_session() -> Session | None:
+    """This child's automatic session while it runs here, else None."""
+    own = _own
+    if own is None or own.pid != os.getpid() or own.written:
+        return None
+    return own.session
+
+
 def step_aside_for_explicit_use(how: str) -> None:
     """Explicit use of peakline in this process (``peakline run`` as a child, or
     ``peakline.start()`` / ``peakline.profile()`` in a child's code) wins over the automatic

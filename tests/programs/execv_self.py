@@ -23,6 +23,11 @@ if sys.argv[1:2] == ["child"]:
     print("child stage1", flush=True)
     os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), "stage2"],
               dict(os.environ))
+if sys.argv[1:2] == ["api"]:  # run with plain python: the API profiles, then the exec
+    import peakline
+    peakline.start(outfile=sys.argv[2])
+    x = [bytearray(1000) for _ in range(10000)]
+    os.execv(sys.executable, [sys.executable, os.path.abspath(__file__), "stage2"])
 if sys.argv[1:2] == ["parent"]:
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "child"],
                        capture_output=True, text=True)

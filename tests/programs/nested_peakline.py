@@ -19,3 +19,13 @@ code = ("import peakline\n"
 r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
 print("api child rc", r.returncode, r.stdout.strip())
 sys.stderr.write(r.stderr)
+code = ("import peakline\n"
+        "@peakline.profile(outfile=%r, report=False)\n"
+        "def work():\n"
+        "    return [bytearray(1000) for _ in range(10000)]\n"
+        "work()\n"
+        "print('decorator profiled', work.last_profile is not None)\n"
+        % os.path.join(out, "inner_decorator.json"))
+r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+print("decorator child rc", r.returncode, r.stdout.strip())
+sys.stderr.write(r.stderr)

@@ -192,7 +192,8 @@ def test_peakline_run_and_api_in_a_profiled_child_win_over_the_automatic_session
     expected = _plain(NESTED, str(tmp_path))
     assert "cli child rc 0 inner ran 10000" in expected.stdout
     assert "api child rc 0 api peak ok True" in expected.stdout
-    for name in ("inner_cli.json", "inner_api.json"):
+    assert "decorator child rc 0 decorator profiled True" in expected.stdout
+    for name in ("inner_cli.json", "inner_api.json", "inner_decorator.json"):
         (tmp_path / name).unlink()
     result = run_peakline([str(NESTED), str(tmp_path)], tmp_path, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -200,12 +201,12 @@ def test_peakline_run_and_api_in_a_profiled_child_win_over_the_automatic_session
     import json
 
     # the explicit profiles are complete: 10,000 x bytearray(1000) held at the end
-    for name in ("inner_cli.json", "inner_api.json"):
+    for name in ("inner_cli.json", "inner_api.json", "inner_decorator.json"):
         inner = json.loads((tmp_path / name).read_text())
         assert inner["peak_bytes"] >= 10_000_000, name
     processes = result.profile()["processes"]
     stepped = [p for p in processes if not p["merged"]]
-    assert len(stepped) == 2, processes
+    assert len(stepped) == 3, processes
     assert all("profiled itself" in p["not_merged_reason"] for p in stepped), stepped
     assert any("peakline run" in p["not_merged_reason"] for p in stepped)
     assert any("peakline.start" in p["not_merged_reason"] for p in stepped)
@@ -269,6 +270,20 @@ def test_execve_in_a_child_hands_its_profile_over_and_strips_the_environment(tmp
     assert len(children) == 1 and "child" in children[0]["argv"], children
     assert children[0]["peak_bytes"] >= 5_000_000  # the child's 5,000 x bytearray(1000)
     assert os.listdir(tmp) == []
+
+
+def test_api_profile_is_written_before_exec_and_the_new_image_runs_unprofiled(tmp_path):
+    import json
+
+    tmp, env = _private_tmp(tmp_path)
+    out = tmp_path / "api.json"
+    r = subprocess.run([sys.executable, str(EXECV), "api", str(out)], capture_output=True,
+                       text=True, timeout=60, env={**__import__("os").environ, **env})
+    assert r.returncode == 7, r.stderr
+    assert "peakline variables []" in r.stdout
+    profile = json.loads(out.read_text())
+    assert profile["peak_bytes"] >= 10_000_000  # the 10,000 x bytearray(1000) before the exec
+    assert list(tmp.iterdir()) == []
 
 
 def test_environment_without_peakline_keeps_everything_else():
