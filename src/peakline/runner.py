@@ -328,17 +328,18 @@ def remove_exec(callback) -> None:
 
 def unhandled_keyboard_interrupt() -> bool:
     """Whether the interpreter will end by SIGINT: an uncaught KeyboardInterrupt ended
-    __main__ and nothing reset the flag since. Read from the interpreter where it exports it
-    (CPython 3.8-3.11), else judged from ``sys.last_exc``/``sys.last_value``, which the
-    interpreter sets when it prints the uncaught exception."""
+    __main__ and nothing reset the flag since. The interpreter printed that exception, which
+    set ``sys.last_exc``/``sys.last_value``; the flag itself is then read where the
+    interpreter exports it (CPython 3.8-3.11), else that exception decides."""
+    last = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    if not isinstance(last, KeyboardInterrupt):
+        return False
     try:
         import ctypes
         return bool(ctypes.c_int.in_dll(ctypes.pythonapi,
                                         "_Py_UnhandledKeyboardInterrupt").value)
-    except Exception:  # noqa: BLE001 - no ctypes, no such symbol: judge from what was printed
-        pass
-    last = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
-    return isinstance(last, KeyboardInterrupt)
+    except Exception:  # noqa: BLE001 - no ctypes, no such symbol: the exception decides
+        return True
 
 
 def set_unhandled_keyboard_interrupt() -> None:

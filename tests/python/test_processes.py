@@ -186,6 +186,27 @@ def test_stacks_start_at_the_programs_own_frames(tmp_path, as_module):
     assert str(FORK_EXIT) in roots
 
 
+def test_stack_roots_lose_launcher_frames_only_under_peakline(build, app_source):
+    import os
+
+    import peakline
+
+    ms = 1_000_000
+    runner_py = os.path.join(os.path.dirname(os.path.abspath(peakline.__file__)), "runner.py")
+    frames = [("<frozen runpy>", "_run_module_as_main", 1, 5),   # 0
+              (runner_py, "run", 70, 90),                          # 1
+              (app_source, "<module>", 1, 12),                     # 2
+              (app_source, "work", 2, 3)]                          # 3
+    # leaf first, as the core gives them
+    under_peakline = (3, 2, 1, 0)
+    own_python_m = (3, 2, 0)  # the program's own `python -m`: runpy is its real root
+    profile = build(frames, [(1, under_peakline, 10 * ms, 0, 0, 0, 1, 0),
+                             (2, own_python_m, 10 * ms, 0, 0, 0, 1, 0)])
+    stacks = {s.thread: [profile.stacks.frames[i][1] for i in s.frames]
+              for s in profile.stacks.samples}
+    assert stacks == {1: ["<module>", "work"], 2: ["_run_module_as_main", "<module>", "work"]}
+
+
 # ---- nested use ----------------------------------------------------------------------------
 
 def test_peakline_run_and_api_in_a_profiled_child_win_over_the_automatic_session(tmp_path):
