@@ -341,19 +341,27 @@ class _OwnProfile:
         except OSError:
             pass
 
-    def finish(self, exit_code: int | None) -> None:
+    def finish(self, exit_code: int | None, *, at_exit: bool = False) -> None:
         """Stops profiling and writes the profile (once; only in the process that owns it).
         The session is stopped before anything else, so none of peakline's own work (imports,
-        building and writing the profile) is measured as the program's."""
+        building and writing the profile) is measured as the program's.
+
+        ``at_exit``: the interpreter is exiting. CPython dies by SIGINT after an uncaught
+        KeyboardInterrupt only if no string was exec'd or eval'd since; building the profile
+        does (dataclasses), so the interpreter's flag is read first and set again after."""
         if self.written or self.pid != os.getpid():
             return
         self.written = self.writing = True
+        interrupted = False
         try:
             if self.session.running:
                 self.session.stop()
+            interrupted = at_exit and runner.unhandled_keyboard_interrupt()
             self._write(exit_code)
         finally:
             self.writing = False
+            if interrupted:
+                runner.set_unhandled_keyboard_interrupt()
         if self.deferred_signal:
             signal.signal(self.deferred_signal, signal.SIG_DFL)
             os.kill(os.getpid(), self.deferred_signal)
@@ -499,17 +507,8 @@ def _finish_own(exit_code: int | None) -> None:
 
 
 def _at_exit() -> None:
-    if _own is None or _own.written or _own.pid != os.getpid():
-        return
-    # CPython dies by SIGINT after an uncaught KeyboardInterrupt only if no string was exec'd
-    # or eval'd between the exception and the exit: building the profile does (dataclasses),
-    # so the interpreter's flag is read after the session stopped, and set again afterwards.
-    if _own.session.running:
-        _own.session.stop()
-    interrupted = runner.unhandled_keyboard_interrupt()
-    _finish_own(None)
-    if interrupted:
-        runner.set_unhandled_keyboard_interrupt()
+    if _own is not None:
+        _own.finish(None, at_exit=True)
 
 
 def _on_os_exit(status: int) -> None:
