@@ -62,17 +62,31 @@ class _Run:
             self.tracker = ChildTracker(options)
 
     def start(self) -> None:
+        from peakline import runner  # before the session starts: not the program's memory
+
         if self.tracker is not None:
             self.tracker.install()
         try:
             self.session.start()
         except BaseException:
-            if self.tracker is not None:
+            if self.tracker is not None:  # nothing ran: leave no directory behind
                 self.tracker.uninstall()
+                self.tracker.collect(shutdown_executors=False)
             raise
+        runner.on_exec(self._before_exec)
+
+    def _before_exec(self) -> None:
+        """The process replaces itself (os.exec*): the profile so far is written first."""
+        global _active
+        with _lock:
+            if _active is self and self.session.pid == os.getpid():
+                _active = None
+                self.stop()
 
     def stop(self):
         """Stops, builds the Profile (children merged), writes ``outfile`` if set."""
+        from peakline import runner
+        runner.remove_exec(self._before_exec)
         if self.session.pid != os.getpid():  # inherited through fork: end the child's own
             from peakline import child
             child.finish_forked_child(None)
@@ -123,6 +137,13 @@ def start(outfile: str | os.PathLike | None = None, *, cpu_only: bool = False,
     options = _options(cpu_only, cpu_sampling_interval, memory_sampling_interval, profile_all,
                        profile_only, profile_exclude)
     with _lock:
+        if _active is not None and _active.session.pid != os.getpid():
+            _active = None  # inherited through fork: the parent's run, not this process's
+        # In a child of a profiled program this explicit profile wins over the automatic
+        # child session (docs/processes.md, "peakline inside a profiled child").
+        child = sys.modules.get("peakline.child")
+        if _active is None and child is not None:
+            child.step_aside_for_explicit_use("peakline.start")
         if _active is not None or current_session() is not None:
             raise ProfilerStateError("peakline is already profiling this process")
         run = _Run(options, outfile=os.fspath(outfile) if outfile else None, children=children,
@@ -140,6 +161,12 @@ def stop():
             raise ProfilerStateError("peakline is not profiling (call peakline.start() first)")
         _active = None
         return run.stop()
+
+
+def _is_automatic(session: Session) -> bool:
+    """Whether ``session`` is the automatic one of a profiled child (explicit use wins)."""
+    child = sys.modules.get("peakline.child")
+    return child is not None and child.automatic_session() is session
 
 
 def is_profiling() -> bool:
@@ -185,8 +212,9 @@ class Profiler:
     def __call__(self, func: F) -> F:
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if current_session() is not None:  # nested or recursive: already measured
-                return func(*args, **kwargs)
+            session = current_session()
+            if session is not None and not _is_automatic(session):
+                return func(*args, **kwargs)  # nested or recursive: already measured
             options = dict(self.options)
             options.setdefault("program", f"{func.__module__}.{func.__qualname__}")
             start(self.outfile, **options)

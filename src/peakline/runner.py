@@ -265,6 +265,92 @@ def remove_os_exit(callback) -> None:
         os._exit = _real_os_exit
 
 
+# ---- os.exec* ------------------------------------------------------------------------------
+# An exec replaces the process image: nothing of the old one runs afterwards. While peakline
+# profiles, os.execv and os.execve are wrapped (os.execl, execlp, execvp, execle, execlpe and
+# execvpe all end in one of them) so the callbacks below write the profile of the part before
+# the exec; then the new image starts without peakline's environment (``PEAKLINE_CHILD_*`` and
+# the generated sitecustomize's directory on ``PYTHONPATH``): it runs unprofiled, as a
+# program exec'd by an unprofiled one would. An exec that fails (OSError) returns to a program
+# that now runs unprofiled. Callbacks must be quick and must not raise (errors are swallowed).
+_real_execv = os.execv
+_real_execve = os.execve
+_exec_callbacks: list = []
+
+
+def _before_exec() -> None:
+    for callback in list(_exec_callbacks):
+        try:
+            callback()
+        except BaseException:  # noqa: BLE001 - the exec must go ahead as the program asked
+            pass
+    from peakline import child
+    clean = child.environment_without_peakline(os.environ)
+    for key in [k for k in os.environ if k not in clean]:
+        del os.environ[key]
+    for key, value in clean.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
+
+
+def _execv(path, argv):
+    _before_exec()
+    return _real_execv(path, argv)
+
+
+def _execve(path, argv, env):
+    _before_exec()
+    from peakline import child
+    return _real_execve(path, argv, child.environment_without_peakline(env))
+
+
+def on_exec(callback) -> None:
+    """Calls ``callback()`` before the process image is replaced by os.exec* (until removed)."""
+    if callback not in _exec_callbacks:
+        _exec_callbacks.append(callback)
+    if os.execv is not _execv:
+        os.execv, os.execve = _execv, _execve
+
+
+def remove_exec(callback) -> None:
+    if callback in _exec_callbacks:
+        _exec_callbacks.remove(callback)
+    if not _exec_callbacks and os.execv is _execv:
+        os.execv, os.execve = _real_execv, _real_execve
+
+
+# ---- uncaught KeyboardInterrupt ------------------------------------------------------------
+# CPython >= 3.8 ends by SIGINT after an uncaught KeyboardInterrupt ended __main__, unless a
+# string was exec'd or eval'd before the interpreter exits (run_eval_code_obj resets its
+# _Py_UnhandledKeyboardInterrupt flag). Building a profile at exit does (dataclasses), so the
+# exit paths read the flag first and set it again afterwards.
+
+
+def unhandled_keyboard_interrupt() -> bool:
+    """Whether the interpreter will end by SIGINT: an uncaught KeyboardInterrupt ended
+    __main__ and nothing reset the flag since. The interpreter printed that exception, which
+    set ``sys.last_exc``/``sys.last_value``; the flag itself is then read where the
+    interpreter exports it (CPython 3.8-3.11), else that exception decides."""
+    last = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    if not isinstance(last, KeyboardInterrupt):
+        return False
+    try:
+        import ctypes
+        return bool(ctypes.c_int.in_dll(ctypes.pythonapi,
+                                        "_Py_UnhandledKeyboardInterrupt").value)
+    except Exception:  # noqa: BLE001 - no ctypes, no such symbol: the exception decides
+        return True
+
+
+def set_unhandled_keyboard_interrupt() -> None:
+    """Sets the interpreter's flag again: exec of a string that raises KeyboardInterrupt is
+    exactly what sets it (and the exception is caught here)."""
+    try:
+        exec("raise KeyboardInterrupt")  # noqa: S102 - a constant string
+    except KeyboardInterrupt:
+        pass
+
+
 # ---- SIGTERM ------------------------------------------------------------------------------
 # Unprofiled, SIGTERM kills at once; profiled, a Python handler writes what was measured and
 # then dies by SIGTERM. A Python handler runs only when the main thread next checks for

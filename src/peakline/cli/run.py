@@ -212,14 +212,30 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
             write_and_report(Outcome(status & 0xFF if isinstance(status, int) else 1),
                              finishing=False)
 
+    def on_exec() -> None:
+        # The program replaces itself (os.execv ...): the profile of the part before.
+        if os.getpid() == main_pid:
+            write_and_report(Outcome(None), finishing=False)  # type: ignore[arg-type]
+
+    # In a child of a profiled program, this explicit run wins over the automatic child
+    # session (docs/processes.md, "peakline inside a profiled child").
+    child.step_aside_for_explicit_use("peakline run")
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         runner.install_sigterm_handler(on_sigterm)
     if tracker is not None:
         tracker.install()
-    session.start()
+    try:
+        session.start()
+    except BaseException:
+        if tracker is not None:  # nothing ran: leave no directory behind
+            tracker.uninstall()
+            tracker.collect(shutdown_executors=False)
+        raise
     runner.on_os_exit(on_os_exit)
+    runner.on_exec(on_exec)
     outcome = runner.run(target)
     runner.remove_os_exit(on_os_exit)
+    runner.remove_exec(on_exec)
     if os.getpid() != main_pid:
         # A child made by os.fork that returned instead of calling os._exit: it ends like the
         # unprofiled child would, with its own profile handed to the parent.

@@ -74,6 +74,8 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
     exactly as ``read_profile`` would validate it."""
     frames = [_normalise_frame(f) for f in raw.get("frames", ())]
     reported = [selection.is_reported(f[0]) for f in frames]
+    launcher = [selection.is_own(f[0]) or _is_runpy(f[0]) for f in frames]
+    own = [selection.is_own(f[0]) for f in frames]
     n_frames = len(frames)
 
     lines: dict[str, dict[int, _Acc]] = {}
@@ -96,7 +98,8 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
 
         totals.add(ns, cpu_samples + wait_samples)
         thread_sums.setdefault(tid, _Acc()).add(ns, cpu_samples + wait_samples)
-        key = (tid, tuple(reversed(valid_ids)))  # the file stores stacks root first
+        # The file stores stacks root first, without peakline's own launcher frames.
+        key = (tid, _without_launcher(tuple(reversed(valid_ids)), launcher, own))
         merged = stack_rows.setdefault(key, [0] * (_N_CATEGORIES + 2))
         for i, value in enumerate((*ns, cpu_samples, wait_samples)):
             merged[i] += value
@@ -148,6 +151,25 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
             unattributed_alloc_bytes=memory.unattributed_alloc_bytes if memory else 0))
     gpu_builder.add_fields(document, raw.get("gpu"), raw.get("stacks", ()), frames, reported)
     return Profile.from_dict(document, source="build_profile")
+
+
+def _is_runpy(filename: str) -> bool:
+    return filename == "<frozen runpy>" or os.path.basename(filename) == "runpy.py"
+
+
+def _without_launcher(root_first: tuple[int, ...], launcher: list[bool],
+                      own: list[bool]) -> tuple[int, ...]:
+    """Drops the frames that only launched the program from the root of a stack: the longest
+    root run of peakline's own frames (the CLI, the runner, a child's generated
+    sitecustomize) and the runpy frames among them (``python -m peakline``, ``run -m``), if
+    the run holds a frame of peakline's own. The program's stacks then start where they would
+    unprofiled; a program's own ``python -m`` runpy roots stay."""
+    n = 0
+    while n < len(root_first) and launcher[root_first[n]]:
+        n += 1
+    if n and any(own[i] for i in root_first[:n]):
+        return root_first[n:]
+    return root_first
 
 
 def _normalise_frame(frame: Any) -> tuple[str, str, int, int]:

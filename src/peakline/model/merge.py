@@ -19,7 +19,8 @@ Rules (docs/processes.md, "Merged profiles"):
 * ``processes``: one record per process, the parent first, then children by start time:
   ``{pid, parent_pid, program, argv, started_at, elapsed_s, exit_code, peak_bytes,
   cpu_s, merged}``; children that had not ended when the parent finished appear with
-  ``merged: false`` and no measurements.
+  ``merged: false`` and no measurements; ``not_merged_reason`` says why when the child
+  told (it profiled itself explicitly).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def merge_processes(parent: Profile, children: Sequence[Profile],
         processes.append({"pid": record.get("pid", 0), "parent_pid": record.get("parent_pid"),
                           "program": record.get("program", ""),
                           "argv": list(record.get("argv") or []), "merged": False})
+        if record.get("not_merged_reason"):
+            processes[-1]["not_merged_reason"] = str(record["not_merged_reason"])
     if not children:
         out = copy.deepcopy(parent.to_dict())
         out["processes"] = processes

@@ -580,13 +580,15 @@ class ProcessRecord(_Record):
     exit_code: int | None = None
     peak_bytes: int | None = None
     cpu_s: float | None = None
+    not_merged_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("pid", _count), _Field("program", _str), _Field("argv", _list_of(_str), list),
                _Field("merged", _bool), _optional("parent_pid", _nullable(_count)),
                _optional("started_at", _nullable(_utc_timestamp)),
                _optional("elapsed_s", _nullable(_seconds)), _optional("exit_code", _nullable(_int)),
-               _optional("peak_bytes", _nullable(_int)), _optional("cpu_s", _nullable(_seconds)))
+               _optional("peak_bytes", _nullable(_int)), _optional("cpu_s", _nullable(_seconds)),
+               _optional("not_merged_reason", _nullable(_str)))
 
 
 def _files_checker(value: Any, where: str) -> dict[str, FileRecord]:

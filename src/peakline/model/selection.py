@@ -140,12 +140,19 @@ class FileSelection:
             self._cache[filename] = answer
         return answer
 
+    def is_own(self, filename: str) -> bool:
+        """True for peakline's own code: its package and ``internal_files`` (the console
+        script, a child's generated sitecustomize)."""
+        if not filename or filename.startswith("<"):
+            return False
+        return (self._under(filename, self._own_prefixes)
+                or os.path.abspath(filename) in self._internal_files)
+
     def _decide(self, filename: str) -> bool:
         if not filename:
             return False
         pseudo = filename.startswith("<")
-        if not pseudo and (self._under(filename, self._own_prefixes)
-                           or os.path.abspath(filename) in self._internal_files):
+        if self.is_own(filename):
             return False
         if any(s in filename for s in self.profile_exclude):
             return False

@@ -99,7 +99,8 @@ def _phases_and_processes(view: _View) -> None:
         for r in p.processes:
             parts = [f"pid {r.pid}", printable(" ".join(r.argv) or r.program or "?")]
             if not r.merged:
-                parts.append("not merged (still running or no profile)")
+                parts.append(f"not merged ({r.not_merged_reason})" if r.not_merged_reason
+                             else "not merged (still running or no profile)")
             if r.exit_code is not None:
                 parts.append(f"exit {r.exit_code}")
             if r.cpu_s is not None:
