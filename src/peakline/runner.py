@@ -519,20 +519,23 @@ def stand_down_program_signals(keep=()) -> None:
 # The profile is built after the program ends, importing the model and the reporters then (they
 # are not resident while it runs). A program that used up its file descriptors or lowered its
 # resource limits would make those imports, and the profile file, fail. So before it starts,
-# peakline notes the limits and holds two spare descriptors (one pipe, numbered just below the
-# descriptor limit, close-on-exec); after it ends, the limits it lowered are raised back where
-# the kernel allows it and the spares are released.
+# peakline notes the limits, holds two spare descriptors (one pipe, numbered just below the
+# descriptor limit, close-on-exec) and 32 MiB of address space (PROT_NONE: no memory, only
+# address space, which an RLIMIT_AS cap counts); after it ends, the limits it lowered are
+# raised back where the kernel allows it and the spares are released.
 _LIMITS = ("RLIMIT_NOFILE", "RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_FSIZE")
+SPARE_ADDRESS_SPACE_BYTES = 32 << 20
 
 
 class Reserve:
     """What ``reserve()`` set aside for writing the profile; ``release()`` gives it back."""
 
-    __slots__ = ("limits", "spares")
+    __slots__ = ("limits", "spares", "space")
 
     def __init__(self) -> None:
         self.limits: dict[int, tuple[int, int]] = {}
         self.spares: list[tuple[int, int, int]] = []   # (fd, st_dev, st_ino)
+        self.space = None                              # an mmap of PROT_NONE pages
 
     def release(self) -> None:
         """Raises the limits the program lowered back (as far as allowed), closes the spares
@@ -554,6 +557,9 @@ class Reserve:
                     except (OSError, ValueError):
                         continue
         self.limits.clear()
+        if self.space is not None:
+            self.space.close()
+            self.space = None
         for fd, dev, ino in self.spares:
             try:
                 st = os.fstat(fd)
@@ -603,6 +609,13 @@ def reserve() -> Reserve:
                 held.limits[which] = resource.getrlimit(which)
             except (OSError, ValueError):
                 pass
+    try:
+        import mmap
+        # PROT_NONE (0; the mmap module has no name for it): never committed, never resident.
+        held.space = mmap.mmap(-1, SPARE_ADDRESS_SPACE_BYTES,
+                               flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)
+    except (ImportError, OSError, ValueError, AttributeError):
+        held.space = None
     soft = held.limits.get(getattr(resource, "RLIMIT_NOFILE", -1), (1024, 1024))[0]
     if soft == resource.RLIM_INFINITY or soft > 1 << 20:
         soft = 1 << 20
