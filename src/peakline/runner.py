@@ -466,6 +466,9 @@ def uninstall_sigterm_handler(handler) -> None:
 
 
 def sigterm_handler_started(signum: int) -> None:
+    # The process is dying by this signal: peakline's own signal.signal(signum, SIG_DFL)
+    # before re-raising it must really install SIG_DFL.
+    _hidden_handlers.pop(int(signum), None)
     try:
         from peakline import _core
 
