@@ -17,9 +17,11 @@ DESCRIPTION = """\
 Run a Python program under peakline. The program runs as __main__ with its own arguments,
 stdin and stdout; its exit status is peakline's. The profile file is written when the
 program ends — normally, by sys.exit, by an uncaught exception, by Ctrl-C or by SIGTERM —
-and a line-level report is printed to stderr."""
+and a line-level report is printed to stderr. DIR is a directory or zip archive with a
+__main__.py, as for python. A program that cannot start (no such module, a syntax error) gets
+Python's message and exit status, and no profile."""
 
-USAGE = "peakline run [options] (script.py | -m module) [args ...]"
+USAGE = "peakline run [options] (script.py | DIR | -m module) [args ...]"
 
 
 def memory_sampling_interval(text: str) -> int:
@@ -48,11 +50,12 @@ OPTIONS = [
            help="do not report files whose path contains one of these substrings"),
     Option("--cpu-only", dest="cpu_only", convert=None, const=True, default=False,
            help="profile CPU time only: no allocation hooks, no memory or copy columns"),
-    Option("--memory-sampling-interval", dest="memory_sampling_interval", convert=memory_sampling_interval,
-           default=512 * 1024, metavar="BYTES",
+    Option("--memory-sampling-interval", dest="memory_sampling_interval",
+           convert=memory_sampling_interval, default=512 * 1024, metavar="BYTES",
            help="mean number of allocated bytes between two memory samples, from 1K to 1T "
-                "(accepts K, M, G, T suffixes; default: 512K). Smaller is more precise per line and slower; "
-                "allocations much larger than this are attributed exactly either way"),
+                "(accepts K, M, G, T suffixes; default: 512K). Smaller is more precise per "
+                "line and slower; allocations much larger than this are attributed exactly "
+                "either way"),
     Option("--gpu", dest="gpu", convert=None, const=True,
            help="profile the NVIDIA GPU through NVML (default: on when a device is found)"),
     Option("--no-gpu", dest="gpu", convert=None, const=False, help="do not profile the GPU"),
