@@ -488,11 +488,17 @@ _DEFAULT_IGNORED = frozenset(int(getattr(signal, name)) for name in (
     "SIGCHLD", "SIGURG", "SIGWINCH", "SIGCONT") if hasattr(signal, name))
 
 
+def _run_pending_handlers() -> None:
+    """Nothing: entering a Python function lets the main thread run the Python handlers of
+    signals that have arrived."""
+
+
 def stand_down_program_signals(keep=()) -> None:
     """Disarms the interval timers (ITIMER_REAL is also signal.alarm) and replaces every
     Python handler the program installed (not SIGINT's default, not ``keep``) by SIG_IGN (by
     SIG_DFL for signals whose default is to be ignored). A signal that already arrived runs
-    its handler first: signal.signal lets pending handlers run before it changes one."""
+    its handler first, as it would have unprofiled: a handler whose signal is pending when it
+    is replaced would be reported by CPython as "ignored due to race condition"."""
     for timer in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF"):
         which = getattr(signal, timer, None)
         if which is not None:
@@ -500,6 +506,10 @@ def stand_down_program_signals(keep=()) -> None:
                 signal.setitimer(which, 0)
             except (OSError, ValueError):
                 pass
+    try:
+        _run_pending_handlers()
+    except BaseException:  # noqa: BLE001 - a handler of the program raised; it has ended
+        pass
     for signum in signal.valid_signals():
         try:
             handler = _real_getsignal(signum)
