@@ -40,6 +40,7 @@ from peakline.session import (
     DEFAULT_MEMORY_INTERVAL_BYTES,
     Session,
     SessionOptions,
+    check_memory_sampling_interval,
     current_session,
 )
 
@@ -112,13 +113,14 @@ def _options(cpu_only: bool, cpu_sampling_interval: float, memory_sampling_inter
              profile_all: bool, profile_only, profile_exclude) -> SessionOptions:
     if not (0.001 <= cpu_sampling_interval <= 1.0):
         raise ValueError("cpu_sampling_interval must be between 0.001 and 1 second")
-    if memory_sampling_interval < 1024:
-        raise ValueError("memory_sampling_interval must be at least 1024 bytes")
+    if isinstance(memory_sampling_interval, float) and memory_sampling_interval.is_integer():
+        memory_sampling_interval = int(memory_sampling_interval)
+    check_memory_sampling_interval(memory_sampling_interval)
     as_tuple = (lambda v: (v,) if isinstance(v, str) else tuple(v or ()))
     return SessionOptions(cpu_sampling_interval_s=cpu_sampling_interval,
                           profile_all=profile_all, profile_only=as_tuple(profile_only),
                           profile_exclude=as_tuple(profile_exclude), memory=not cpu_only,
-                          memory_sampling_interval_bytes=int(memory_sampling_interval))
+                          memory_sampling_interval_bytes=memory_sampling_interval)
 
 
 def start(outfile: str | os.PathLike | None = None, *, cpu_only: bool = False,

@@ -26,11 +26,19 @@ import sys
 from peakline import api
 
 
+def _byte_size(text: str) -> int:
+    from peakline.cli.run import memory_sampling_interval
+    try:
+        return memory_sampling_interval(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="%peakline", add_help=False)
     p.add_argument("-o", "--outfile")
     p.add_argument("--cpu-only", action="store_true")
-    p.add_argument("--memory-sampling-interval", type=int, default=None)
+    p.add_argument("--memory-sampling-interval", type=_byte_size, default=None)
     p.add_argument("--profile-all", action="store_true")
     p.add_argument("--reduced", action="store_true")
     return p

@@ -1,21 +1,24 @@
 """Runs the target program in this process, as ``python script.py`` or ``python -m mod`` would.
 
-Contract (issue 2): the program runs as ``__main__`` with its own argv, stdin and stdout; its
-exit status becomes peakline's; an uncaught exception prints the usual traceback (without
-peakline's own frames) and exits 1; Ctrl-C ends it by SIGINT as it would unprofiled. The
-caller gets an Outcome back in every case so it can write the profile first, then finish the
-way the program would have.
+Contract: the program runs as ``__main__`` with its own argv, stdin and stdout; its exit status
+becomes peakline's; an uncaught exception prints the usual traceback (without peakline's own
+frames) and exits 1; Ctrl-C ends it by SIGINT as it would unprofiled. The caller gets an
+Outcome back in every case so it can write the profile first, then finish the way the program
+would have. A program that never started (no such module, a syntax error) gets the
+interpreter's message and status, and nothing else.
 """
 
 from __future__ import annotations
 
+import builtins
 import os
 import signal
 import sys
 import threading
 import types
 
-# runpy is imported only for what this module does not do itself (-m, zip archives); its
+# runpy is imported only to find the code of -m modules, directories and zip archives (a plain
+# script is read here: runpy.run_path would import pkgutil and typing into the program); its
 # frames are trimmed from tracebacks either way.
 _SKIP_FILES = {os.path.abspath(__file__),
                os.path.join(os.path.dirname(os.path.abspath(os.__file__)), "runpy.py")}
@@ -43,10 +46,11 @@ class Target:
 class Outcome:
     """How the program ended."""
 
-    __slots__ = ("exit_code", "exc", "interrupted", "keepalive")
+    __slots__ = ("exit_code", "exc", "interrupted", "keepalive", "started", "message")
 
     def __init__(self, exit_code: int, exc: BaseException | None = None,
-                 interrupted: bool = False, keepalive: object = None) -> None:
+                 interrupted: bool = False, keepalive: object = None, *,
+                 started: bool = True, message: str | None = None) -> None:
         self.exit_code = exit_code
         self.exc = exc                  # uncaught exception (not SystemExit)
         self.interrupted = interrupted  # ended by an uncaught KeyboardInterrupt
@@ -54,13 +58,28 @@ class Outcome:
         # alive until the caller has stopped profiling: unprofiled, __main__'s objects live
         # until the interpreter shuts down, so their release must not show up as frees.
         self.keepalive = keepalive
+        # False when the program never started: its code could not be found, read or
+        # compiled. Then ``message`` (or ``exc``, a SyntaxError) is what the interpreter prints.
+        self.started = started
+        self.message = message
 
     def __repr__(self) -> str:
         return (f"Outcome(exit_code={self.exit_code!r}, exc={self.exc!r}, "
-                f"interrupted={self.interrupted!r})")
+                f"interrupted={self.interrupted!r}, started={self.started!r})")
 
     def release(self) -> None:
         self.keepalive = None
+
+
+class _NotStarted(Exception):
+    """The program's code could not be loaded: what the interpreter prints, and its status."""
+
+    def __init__(self, exit_code: int, message: str | None = None,
+                 exc: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.message = message
+        self.exc = exc
 
 
 def _exit_code_of(exc: SystemExit) -> int:
@@ -76,73 +95,117 @@ def _exit_code_of(exc: SystemExit) -> int:
 
 def run(target: Target) -> Outcome:
     """Runs the target to completion, then waits for its non-daemon threads like the
-    interpreter does at exit (so their work is profiled too)."""
+    interpreter does at exit (so their work is profiled too).
+
+    The program gets what ``python script.py`` / ``python DIR`` / ``python -m module`` give
+    it: a fresh ``__main__`` module holding the interpreter's set of names (``__builtins__``
+    is the builtins module, ``__loader__`` the loader that read the code, ``__annotations__``
+    an empty dict), ``sys.argv[0]`` as typed (the module's file for -m) and ``sys.path[0]``
+    the script's directory (the directory or archive itself; the current directory for -m).
+    A program whose code cannot be found, read or compiled never starts: the Outcome says so.
+    """
     saved_argv, saved_path0 = list(sys.argv), sys.path[0] if sys.path else None
+    missing = object()
+    saved_main = sys.modules.get("__main__", missing)
+    module = None
     try:
-        if target.script is not None:
-            sys.argv = [target.script, *target.args]
-            script_dir = os.path.dirname(os.path.abspath(target.script))
-            if sys.path:
-                sys.path[0] = script_dir
-            else:
-                sys.path.insert(0, script_dir)
-            # Like `python script.py` (3.9+): __file__ and co_filename are absolute.
-            namespace = run_path_as_main(os.path.abspath(target.script))
+        # sys.path[0] first: the module (or the directory's __main__) is looked up with it.
+        path0 = _path0(target)
+        if sys.path:
+            sys.path[0] = path0
         else:
-            sys.argv = [target.module or "", *target.args]
-            if sys.path:
-                sys.path[0] = os.getcwd()
-            import runpy
-            namespace = runpy.run_module(target.module or "", run_name="__main__",
-                                         alter_sys=True)
-        outcome = Outcome(0, keepalive=namespace)
+            sys.path.insert(0, path0)
+        try:
+            code, fields, argv0 = _load(target)
+        except _NotStarted as failed:
+            return Outcome(failed.exit_code, exc=failed.exc, started=False,
+                           message=failed.message)
+        module = types.ModuleType("__main__")
+        namespace = module.__dict__
+        namespace["__annotations__"] = {}
+        namespace["__builtins__"] = builtins
+        namespace.update(fields)
+        sys.argv = [argv0, *target.args]
+        sys.modules["__main__"] = module
+        exec(code, namespace)
+        outcome = Outcome(0, keepalive=module)
     except SystemExit as exc:
-        outcome = Outcome(_exit_code_of(exc), keepalive=exc)
+        outcome = Outcome(_exit_code_of(exc), keepalive=(exc, module))
     except KeyboardInterrupt as exc:
-        outcome = Outcome(130, exc=exc, interrupted=True, keepalive=exc)
+        outcome = Outcome(130, exc=exc, interrupted=True, keepalive=(exc, module))
     except BaseException as exc:  # noqa: BLE001 - the program's own uncaught exception
-        outcome = Outcome(1, exc=exc, keepalive=exc)
+        outcome = Outcome(1, exc=exc, keepalive=(exc, module))
+    finally:
+        if module is None:  # never started: nothing of the program to wait for
+            _restore(saved_argv, saved_path0, saved_main, missing)
+    # __main__ stays the program's while its non-daemon threads finish, as unprofiled.
     _join_non_daemon_threads()
-    sys.argv = saved_argv
-    if saved_path0 is not None and sys.path:
-        sys.path[0] = saved_path0
+    _restore(saved_argv, saved_path0, saved_main, missing)
     return outcome
 
 
-def run_path_as_main(path: str) -> dict:
-    """``runpy.run_path(path, run_name="__main__")``, done here for a plain file.
+def _restore(saved_argv: list[str], saved_path0: str | None, saved_main: object,
+             missing: object) -> None:
+    sys.argv = saved_argv
+    if saved_path0 is not None and sys.path:
+        sys.path[0] = saved_path0
+    if saved_main is missing:
+        sys.modules.pop("__main__", None)
+    else:
+        sys.modules["__main__"] = saved_main
 
-    runpy.run_path imports pkgutil, which imports typing: ~0.6 MiB of the profiled process's
-    memory, for two small helpers. For a plain file (source or compiled: what no import path
-    hook accepts) this does what run_path does, with the same result: a fresh module named
-    ``__main__`` is ``sys.modules["__main__"]`` while the code runs, with ``__file__`` = path,
-    ``__cached__``, ``__doc__``, ``__loader__`` and ``__spec__`` None, ``__package__`` "";
-    ``sys.argv[0]`` is path meanwhile; both are restored afterwards, and a copy of the
-    module's namespace is returned. Anything else (a zip archive, a directory) goes to runpy.
-    tests/python/test_cli_run.py compares the two.
-    """
-    if _path_importer(path) is not None:
+
+def _path0(target: Target) -> str:
+    """sys.path[0] as the interpreter sets it: the current directory for -m, the directory or
+    archive itself, else the script's directory."""
+    if target.script is None:
+        return os.getcwd()
+    path = os.path.abspath(target.script)
+    return path if _path_importer(path) is not None else os.path.dirname(path)
+
+
+def _load(target: Target) -> tuple[types.CodeType, dict, str]:
+    """(code, the module attributes the interpreter sets, argv[0]) for target, sys.path[0]
+    being set; _NotStarted with the interpreter's message and status when there is nothing
+    to run."""
+    if target.script is None:
+        name = target.module or ""
         import runpy
-        return runpy.run_path(path, run_name="__main__")
-    code = _code_of_file(path)
-    module = types.ModuleType("__main__")
-    namespace = module.__dict__
-    namespace.update(__name__="__main__", __file__=path, __cached__=None, __doc__=None,
-                     __loader__=None, __package__="", __spec__=None)
-    missing = object()
-    saved_main = sys.modules.get("__main__", missing)
-    saved_argv0 = sys.argv[0]
-    sys.modules["__main__"] = module
-    sys.argv[0] = path
+        try:
+            _, spec, code = runpy._get_module_details(name, runpy._Error)
+        except runpy._Error as error:  # python -m: "<python>: No module named x", status 1
+            raise _NotStarted(1, message=f"{sys.executable}: {error}") from None
+        except SyntaxError as error:
+            raise _NotStarted(1, exc=error) from None
+        return code, _spec_fields(spec), spec.origin
+    path = os.path.abspath(target.script)
+    if _path_importer(path) is not None:
+        # A directory or zip archive: python runs the __main__ module found in it.
+        import runpy
+        try:
+            _, spec, code = runpy._get_main_module_details(runpy._Error)
+        except runpy._Error as error:  # "can't find '__main__' module in 'DIR'"
+            raise _NotStarted(1, message=f"{sys.executable}: {error}") from None
+        except SyntaxError as error:
+            raise _NotStarted(1, exc=error) from None
+        return code, _spec_fields(spec), target.script
     try:
-        exec(code, namespace)
-    finally:
-        sys.argv[0] = saved_argv0
-        if saved_main is missing:
-            del sys.modules["__main__"]
-        else:
-            sys.modules["__main__"] = saved_main
-    return namespace.copy()
+        code, compiled = _code_of_file(path)
+    except OSError as error:  # python: "<python>: can't open file '...': [Errno 2] ...", 2
+        raise _NotStarted(2, message=f"{sys.executable}: can't open file {path!r}: "
+                                     f"[Errno {error.errno}] {error.strerror}") from None
+    except (SyntaxError, ValueError) as error:
+        raise _NotStarted(1, exc=error) from None
+    from _frozen_importlib_external import SourceFileLoader, SourcelessFileLoader
+    loader = (SourcelessFileLoader if compiled else SourceFileLoader)("__main__", path)
+    fields = {"__loader__": loader, "__file__": path, "__cached__": None}
+    return code, fields, target.script
+
+
+def _spec_fields(spec) -> dict:
+    """What runpy (and so ``python -m`` / ``python DIR``) sets from the module's spec."""
+    return {"__file__": spec.origin, "__cached__": spec.cached, "__doc__": None,
+            "__loader__": spec.loader, "__package__": spec.parent, "__spec__": spec}
 
 
 def _path_importer(path: str):
@@ -162,8 +225,10 @@ def _path_importer(path: str):
     return None
 
 
-def _code_of_file(path: str) -> types.CodeType:
-    """A compiled file (.pyc: magic number, 12 more header bytes, marshalled code) or source."""
+def _code_of_file(path: str) -> tuple[types.CodeType, bool]:
+    """(code, compiled?) of a compiled file (.pyc: magic number, 12 more header bytes,
+    marshalled code) or of source. Source is compiled as the interpreter compiles a script:
+    without inheriting this module's ``from __future__`` flags."""
     import io
     try:  # the interpreter's own copy of importlib's bootstrap: always loaded
         from _frozen_importlib_external import MAGIC_NUMBER
@@ -173,9 +238,9 @@ def _code_of_file(path: str) -> types.CodeType:
         if f.read(len(MAGIC_NUMBER)) == MAGIC_NUMBER:
             import marshal
             f.read(12)
-            return marshal.load(f)
+            return marshal.load(f), True
         f.seek(0)
-        return compile(f.read(), path, "exec")
+        return compile(f.read(), path, "exec", dont_inherit=True), False
 
 
 def _join_non_daemon_threads() -> None:
@@ -212,7 +277,14 @@ def _trim(tb: types.TracebackType | None) -> types.TracebackType | None:
 
 
 def report_uncaught(outcome: Outcome) -> None:
-    """Prints the traceback of an uncaught exception as the interpreter would."""
+    """Prints the traceback of an uncaught exception (or why the program could not start) as
+    the interpreter would."""
+    if outcome.message is not None:
+        try:
+            print(outcome.message, file=sys.stderr)
+        except (OSError, ValueError, AttributeError):
+            pass
+        return
     exc = outcome.exc
     if exc is None:
         return
@@ -225,8 +297,11 @@ def finish(outcome: Outcome) -> None:
     if outcome.interrupted:
         # CPython >= 3.8 dies by SIGINT after an uncaught KeyboardInterrupt, so that shells
         # and parents see "killed by SIGINT".
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):  # closed by the program
+                pass
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     sys.exit(outcome.exit_code)
@@ -237,17 +312,54 @@ def finish(outcome: Outcome) -> None:
 # always end this way, and programs use it to skip cleanup. While peakline profiles, os._exit
 # is wrapped so the callbacks below write the profile first; then the real os._exit runs with
 # the same status. Callbacks must be quick and must not raise (errors are swallowed).
+# The wrapper answers to what a program can read off the builtin (name, qualified name,
+# module, doc, text signature, repr, pickling by reference); only type() tells it apart.
 _real_os_exit = os._exit
 _os_exit_callbacks: list = []
 
 
-def _os_exit(status):
+def _run_os_exit(status):
     for callback in list(_os_exit_callbacks):
         try:
             callback(status)
         except BaseException:  # noqa: BLE001 - the process is ending; never block that
             pass
     _real_os_exit(status)
+
+
+class _BuiltinLike:
+    """A Python callable dressed as the builtin it stands in for."""
+
+    def __init__(self, call, real) -> None:
+        self._call = call
+        self._real = real
+        for name in ("__name__", "__qualname__", "__module__", "__doc__",
+                     "__text_signature__", "__self__"):
+            self.__dict__[name] = getattr(real, name, None)
+
+    def __call__(self, *args, **kwargs):
+        return self._call(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return repr(self._real)
+
+    def __reduce__(self):
+        # Unpickles as the builtin itself, in any process (peakline not needed there).
+        return getattr, (_ModuleByName(self.__module__), self.__name__)
+
+
+class _ModuleByName:
+    """Pickles as ``importlib.import_module(name)``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce__(self):
+        import importlib
+        return importlib.import_module, (self.name,)
+
+
+_os_exit = _BuiltinLike(_run_os_exit, _real_os_exit)
 
 
 def on_os_exit(callback) -> None:
@@ -357,24 +469,274 @@ def set_unhandled_keyboard_interrupt() -> None:
 # signals, and a main thread that blocked right after the signal arrived (a Pool worker going
 # back to sem_wait for its next task) would never check: the core re-sends the signal to it
 # until the handler reports in (engine/signal_watch.h).
+#
+# The program must not see that handler: to it SIGTERM's handler is SIG_DFL, as unprofiled.
+# signal.getsignal and signal.signal (Python functions of the signal module) are replaced by
+# twins that report peakline's handler as SIG_DFL, so a program that installs its own handler
+# and chains to the previous one finds SIG_DFL (not callable) and runs its own cleanup; once
+# it has its own handler, SIGTERM is its business, as unprofiled. A program that sets SIG_DFL
+# gets peakline's handler back (it dies by SIGTERM either way, with its profile written).
+# Only ``_signal.getsignal``, called directly, still shows the handler.
+_real_signal = signal.signal
+_real_getsignal = signal.getsignal
+_hidden_handlers: dict[int, object] = {}   # signal number -> peakline's handler
 
 
-def install_sigterm_handler(handler) -> None:
-    """``signal.signal(SIGTERM, handler)``, with the core making sure the handler gets to run.
-    ``handler`` must call ``sigterm_handler_started(signum)`` first thing."""
-    signal.signal(signal.SIGTERM, handler)
+def _dressed(function, real):
+    for name in ("__name__", "__qualname__", "__module__", "__doc__"):
+        setattr(function, name, getattr(real, name))
+    wrapped = getattr(real, "__wrapped__", None)
+    if wrapped is not None:
+        function.__wrapped__ = wrapped
+    return function
+
+
+def _signal_twin(signalnum, handler):
+    hidden = _hidden_handlers.get(int(signalnum)) if isinstance(signalnum, int) else None
+    if hidden is None:
+        return _real_signal(signalnum, handler)
+    if isinstance(handler, int) and handler == signal.SIG_DFL:
+        previous = _real_signal(signalnum, hidden)
+        _watch(int(signalnum))
+    else:
+        previous = _real_signal(signalnum, handler)
+    return signal.Handlers.SIG_DFL if previous is hidden else previous
+
+
+def _getsignal_twin(signalnum):
+    handler = _real_getsignal(signalnum)
+    if isinstance(signalnum, int) and handler is not None and \
+            handler is _hidden_handlers.get(int(signalnum)):
+        return signal.Handlers.SIG_DFL
+    return handler
+
+
+_dressed(_signal_twin, _real_signal)
+_dressed(_getsignal_twin, _real_getsignal)
+
+
+def _watch(signum: int) -> None:
     try:
         from peakline import _core
 
-        _core.watch_signal(signal.SIGTERM)
+        _core.watch_signal(signum)
     except (ImportError, RuntimeError, AttributeError):  # an old core, an odd platform
         pass
 
 
+def install_sigterm_handler(handler) -> None:
+    """``signal.signal(SIGTERM, handler)``, with the core making sure the handler gets to run,
+    and the program seeing SIG_DFL there. ``handler`` must call
+    ``sigterm_handler_started(signum)`` first thing."""
+    _real_signal(signal.SIGTERM, handler)
+    _hidden_handlers[int(signal.SIGTERM)] = handler
+    signal.signal = _signal_twin
+    signal.getsignal = _getsignal_twin
+    _watch(signal.SIGTERM)
+
+
+def sigterm_handler(handler) -> bool:
+    """True while ``handler`` (peakline's) is SIGTERM's handler."""
+    return _real_getsignal(signal.SIGTERM) is handler
+
+
+def uninstall_sigterm_handler(handler) -> None:
+    """Back to SIG_DFL if ``handler`` is still installed; the signal module's own functions."""
+    if _real_getsignal(signal.SIGTERM) is handler:
+        _real_signal(signal.SIGTERM, signal.SIG_DFL)
+    if _hidden_handlers.get(int(signal.SIGTERM)) is handler:
+        del _hidden_handlers[int(signal.SIGTERM)]
+    if not _hidden_handlers:
+        signal.signal = _real_signal
+        signal.getsignal = _real_getsignal
+
+
 def sigterm_handler_started(signum: int) -> None:
+    # The process is dying by this signal: peakline's own signal.signal(signum, SIG_DFL)
+    # before re-raising it must really install SIG_DFL.
+    _hidden_handlers.pop(int(signum), None)
     try:
         from peakline import _core
 
         _core.signal_handled(signum)
     except (ImportError, AttributeError):
         pass
+
+
+# ---- after the program's last statement ---------------------------------------------------
+# Unprofiled, the process is gone moments after the program's last statement; profiled, it
+# still builds and writes the profile. Meanwhile nothing of the program may run: its interval
+# timers are disarmed and its Python signal handlers stood down.
+
+# Signals whose default action is to do nothing: SIG_IGN would change what they do
+# (SIG_IGN on SIGCHLD reaps children by itself), SIG_DFL is what unprofiled would be.
+_DEFAULT_IGNORED = frozenset(int(getattr(signal, name)) for name in (
+    "SIGCHLD", "SIGURG", "SIGWINCH", "SIGCONT") if hasattr(signal, name))
+
+
+def _run_pending_handlers() -> None:
+    """Nothing: entering a Python function lets the main thread run the Python handlers of
+    signals that have arrived."""
+
+
+def stand_down_program_signals(keep=()) -> None:
+    """Disarms the interval timers (ITIMER_REAL is also signal.alarm) and replaces every
+    Python handler the program installed (not SIGINT's default, not ``keep``) by SIG_IGN (by
+    SIG_DFL for signals whose default is to be ignored). A signal that already arrived runs
+    its handler first, as it would have unprofiled: a handler whose signal is pending when it
+    is replaced would be reported by CPython as "ignored due to race condition"."""
+    for timer in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF"):
+        which = getattr(signal, timer, None)
+        if which is not None:
+            try:
+                signal.setitimer(which, 0)
+            except (OSError, ValueError):
+                pass
+    try:
+        _run_pending_handlers()
+    except BaseException:  # noqa: BLE001 - a handler of the program raised; it has ended
+        pass
+    for signum in signal.valid_signals():
+        try:
+            handler = _real_getsignal(signum)
+        except (OSError, ValueError):
+            continue
+        if not callable(handler) or handler is signal.default_int_handler or \
+                handler in keep or getattr(handler, "_peakline_handler", False):
+            continue
+        quiet = signal.SIG_DFL if int(signum) in _DEFAULT_IGNORED else signal.SIG_IGN
+        try:
+            _real_signal(signum, quiet)
+        except Exception:  # noqa: BLE001 - a pending handler raised, or not settable
+            try:
+                _real_signal(signum, quiet)
+            except Exception:  # noqa: BLE001
+                pass
+
+
+# ---- resources the profile needs ----------------------------------------------------------
+# The profile is built after the program ends, importing the model and the reporters then (they
+# are not resident while it runs). A program that used up its file descriptors or lowered its
+# resource limits would make those imports, and the profile file, fail. So before it starts,
+# peakline notes the limits, holds two spare descriptors (one pipe, numbered just below the
+# descriptor limit, close-on-exec) and 32 MiB of address space (PROT_NONE: no memory, only
+# address space, which an RLIMIT_AS cap counts); after it ends, the limits it lowered are
+# raised back where the kernel allows it and the spares are released.
+_LIMITS = ("RLIMIT_NOFILE", "RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_FSIZE")
+SPARE_ADDRESS_SPACE_BYTES = 32 << 20
+
+
+class Reserve:
+    """What ``reserve()`` set aside for writing the profile; ``release()`` gives it back."""
+
+    __slots__ = ("limits", "spares", "space")
+
+    def __init__(self) -> None:
+        self.limits: dict[int, tuple[int, int]] = {}
+        self.spares: list[tuple[int, int, int]] = []   # (fd, st_dev, st_ino)
+        self.space = None                              # an mmap of PROT_NONE pages
+
+    def release(self) -> None:
+        """Raises the limits the program lowered back (as far as allowed), closes the spares
+        that are still the pipe this set aside (the program may have closed and reused them)."""
+        try:
+            import resource
+        except ImportError:
+            resource = None
+        for which, (soft, hard) in self.limits.items():
+            try:
+                now_soft, now_hard = resource.getrlimit(which)
+            except (OSError, ValueError, AttributeError):
+                continue
+            if _below(now_soft, soft) or _below(now_hard, hard):
+                for wanted in ((soft, hard), (_min_limit(soft, now_hard), now_hard)):
+                    try:
+                        resource.setrlimit(which, wanted)
+                        break
+                    except (OSError, ValueError):
+                        continue
+        self.limits.clear()
+        if self.space is not None:
+            self.space.close()
+            self.space = None
+        for fd, dev, ino in self.spares:
+            try:
+                st = os.fstat(fd)
+                if (st.st_dev, st.st_ino) == (dev, ino):
+                    os.close(fd)
+            except OSError:
+                pass
+        self.spares.clear()
+
+
+def _below(value: int, than: int) -> bool:
+    infinity = getattr(_resource_module(), "RLIM_INFINITY", -1)
+    if value == than:
+        return False
+    if than == infinity:
+        return True
+    return value != infinity and value < than
+
+
+def _min_limit(a: int, b: int) -> int:
+    infinity = getattr(_resource_module(), "RLIM_INFINITY", -1)
+    if a == infinity:
+        return b
+    if b == infinity:
+        return a
+    return min(a, b)
+
+
+def _resource_module():
+    try:
+        import resource
+        return resource
+    except ImportError:
+        return None
+
+
+def reserve() -> Reserve:
+    """Before the program starts: note the limits, set two descriptors aside."""
+    held = Reserve()
+    resource = _resource_module()
+    if resource is None:
+        return held
+    for name in _LIMITS:
+        which = getattr(resource, name, None)
+        if which is not None:
+            try:
+                held.limits[which] = resource.getrlimit(which)
+            except (OSError, ValueError):
+                pass
+    try:
+        import mmap
+        # PROT_NONE (0; the mmap module has no name for it): never committed, never resident.
+        held.space = mmap.mmap(-1, SPARE_ADDRESS_SPACE_BYTES,
+                               flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)
+    except (ImportError, OSError, ValueError, AttributeError):
+        held.space = None
+    soft = held.limits.get(getattr(resource, "RLIMIT_NOFILE", -1), (1024, 1024))[0]
+    if soft == resource.RLIM_INFINITY or soft > 1 << 20:
+        soft = 1 << 20
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:
+        return held
+    target = soft - 1
+    for fd in (read_end, write_end):
+        # Just below the limit, so the program's own descriptors get the numbers they would
+        # get unprofiled; where no such slot is free, the pipe keeps its numbers.
+        while target > fd + 8:
+            try:
+                os.fstat(target)
+            except OSError:
+                break
+            target -= 1
+        if target > fd + 8:
+            os.dup2(fd, target, inheritable=False)
+            os.close(fd)
+            fd = target
+            target -= 1
+        st = os.fstat(fd)
+        held.spares.append((fd, st.st_dev, st.st_ino))
+    return held

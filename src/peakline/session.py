@@ -22,6 +22,8 @@ from peakline.errors import ProfilerStateError
 
 DEFAULT_CPU_INTERVAL_S = 0.01
 DEFAULT_MEMORY_INTERVAL_BYTES = 512 * 1024
+# The memory sampling interval a session accepts, in bytes (both ends included).
+MEMORY_INTERVAL_RANGE_BYTES = (1024, 1 << 40)
 # The aggregator wakes this often: it measures off-CPU (wait) time and drains samples.
 TICK_INTERVAL_S = 0.02
 
@@ -71,6 +73,14 @@ class SessionOptions(namedtuple("_SessionOptions", _OPTION_DEFAULTS,
             "memory": self.memory,
             "memory_sampling_interval_bytes": self.memory_sampling_interval_bytes,
         }
+
+
+def check_memory_sampling_interval(value: object) -> None:
+    """ValueError unless value is a whole number of bytes in MEMORY_INTERVAL_RANGE_BYTES."""
+    low, high = MEMORY_INTERVAL_RANGE_BYTES
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"the memory sampling interval must be a whole number of bytes from "
+                         f"{low} (1K) to {high} (1T), got {value!r}")
 
 
 def all_opmap() -> dict[str, int]:
@@ -228,6 +238,7 @@ class Session:
         core = _core()
         if core.active():
             raise ProfilerStateError("peakline is already profiling this process")
+        check_memory_sampling_interval(self.options.memory_sampling_interval_bytes)
         interval_ns = int(round(self.options.cpu_sampling_interval_s * 1e9))
         self._started_wall = time.time()
         self._started_mono = time.perf_counter()

@@ -348,10 +348,21 @@ def test_parse_byte_size(text, expected):
     assert _format.parse_byte_size(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "abc", "-1M", "1X", "nan", "inf"])
+@pytest.mark.parametrize("text", ["", "abc", "-1M", "1X", "nan", "inf", "1e30", "1e3K",
+                                  "0x10", "1.2.3", "+5", "9223372036854775808", "8388608T"])
 def test_parse_byte_size_rejects_garbage(text):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as error:
         _format.parse_byte_size(text)
+    assert "\n" not in str(error.value)
+
+
+def test_parse_byte_size_range():
+    assert _format.parse_byte_size("9223372036854775807") == (1 << 63) - 1
+    assert _format.parse_byte_size("1T", maximum=1 << 40) == 1 << 40
+    with pytest.raises(ValueError, match="at most 1T"):
+        _format.parse_byte_size("1025G", maximum=1 << 40)
+    with pytest.raises(ValueError, match="at least 1K"):
+        _format.parse_byte_size("1023", minimum=1024)
 
 
 def test_resample_max_keeps_spikes_and_carries_values():

@@ -17,16 +17,20 @@ DESCRIPTION = """\
 Run a Python program under peakline. The program runs as __main__ with its own arguments,
 stdin and stdout; its exit status is peakline's. The profile file is written when the
 program ends — normally, by sys.exit, by an uncaught exception, by Ctrl-C or by SIGTERM —
-and a line-level report is printed to stderr."""
+and a line-level report is printed to stderr. DIR is a directory or zip archive with a
+__main__.py, as for python. A program that cannot start (no such module, a syntax error) gets
+Python's message and exit status, and no profile."""
 
-USAGE = "peakline run [options] (script.py | -m module) [args ...]"
+USAGE = "peakline run [options] (script.py | DIR | -m module) [args ...]"
 
 
-def _byte_size(text: str) -> int:
-    value = _options.byte_size(text)
-    if value < 1024:
-        raise ValueError(f"must be at least 1K, got {text!r}")
-    return value
+def memory_sampling_interval(text: str) -> int:
+    """--memory-sampling-interval: a byte size from 1K to 1T."""
+    from peakline.reporters._format import parse_byte_size
+    from peakline.session import MEMORY_INTERVAL_RANGE_BYTES
+
+    low, high = MEMORY_INTERVAL_RANGE_BYTES
+    return parse_byte_size(text, minimum=low, maximum=high)
 
 
 OPTIONS = [
@@ -46,11 +50,12 @@ OPTIONS = [
            help="do not report files whose path contains one of these substrings"),
     Option("--cpu-only", dest="cpu_only", convert=None, const=True, default=False,
            help="profile CPU time only: no allocation hooks, no memory or copy columns"),
-    Option("--memory-sampling-interval", dest="memory_sampling_interval", convert=_byte_size,
-           default=512 * 1024, metavar="BYTES",
-           help="mean number of allocated bytes between two memory samples (accepts K, M, G "
-                "suffixes; default: 512K). Smaller is more precise per line and slower; "
-                "allocations much larger than this are attributed exactly either way"),
+    Option("--memory-sampling-interval", dest="memory_sampling_interval",
+           convert=memory_sampling_interval, default=512 * 1024, metavar="BYTES",
+           help="mean number of allocated bytes between two memory samples, from 1K to 1T "
+                "(accepts K, M, G, T suffixes; default: 512K). Smaller is more precise per "
+                "line and slower; allocations much larger than this are attributed exactly "
+                "either way"),
     Option("--gpu", dest="gpu", convert=None, const=True,
            help="profile the NVIDIA GPU through NVML (default: on when a device is found)"),
     Option("--no-gpu", dest="gpu", convert=None, const=False, help="do not profile the GPU"),
@@ -131,11 +136,14 @@ def main(argv: list[str]) -> int:
         else:
             raise UsageError("no program to run: give a script path or -m module "
                              "(see `peakline run --help`)")
-    if target.script is not None and not os.path.isfile(target.script):
+    if target.script is not None and not os.path.exists(target.script):
         raise UsageError(f"cannot run {target.script!r}: no such file")
     if not (0.001 <= opts.cpu_sampling_rate <= 1.0):
         raise UsageError("--cpu-sampling-rate must be between 0.001 and 1 second")
-    check_outputs(opts)  # a report that cannot be written fails now, not after the run
+    outfile = os.path.abspath(opts.outfile or default_outfile(target))
+    # Nothing that cannot be written is found out after the run: the profile, the reports.
+    check_profile_path(outfile, opts.outfile)
+    check_outputs(opts)
 
     options = SessionOptions(
         cpu_sampling_interval_s=opts.cpu_sampling_rate,
@@ -147,8 +155,29 @@ def main(argv: list[str]) -> int:
         memory_sampling_interval_bytes=opts.memory_sampling_interval,
         gpu=opts.gpu,
     )
-    outfile = os.path.abspath(opts.outfile or default_outfile(target))
     return _profile_and_run(target, options, outfile, opts)
+
+
+def check_profile_path(path: str, given: str | None) -> None:
+    """UsageError unless a file can be created at path (absolute): its folder exists, path is
+    not a folder, and the folder takes a new file (tried, then removed)."""
+    what = f"--outfile {given}" if given else f"profile file {path}"
+    folder = os.path.dirname(path)
+    if os.path.isdir(path):
+        raise UsageError(f"{what}: is a directory")
+    if not os.path.isdir(folder):
+        raise UsageError(f"{what}: no such directory {folder}")
+    probe = os.path.join(folder, f".peakline-{os.getpid()}-check.tmp")
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as error:
+        raise UsageError(f"{what}: cannot create a file in {folder}: "
+                         f"{error.strerror or error}") from None
+    os.close(fd)
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
 
 
 def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts) -> int:
@@ -159,6 +188,17 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
     main_pid = os.getpid()
     written = False
     writing = False
+    # Where peakline's own lines go: stderr as the program left it, or nowhere when the program
+    # closed it (see _report_stream). Decided again when the program ends.
+    report: list = [sys.stderr]
+
+    def say(text: str) -> None:
+        stream = report[0]
+        if stream is not None:
+            try:
+                print(text, file=stream)
+            except (OSError, ValueError):
+                pass
 
     def write_and_report(outcome: Outcome, *, finishing: bool = True) -> None:
         nonlocal written, writing
@@ -167,10 +207,14 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
         written = writing = True
         try:
             _write_and_report(outcome, finishing)
+        except Exception as error:  # noqa: BLE001 - the program's exit status comes first
+            say(f"peakline: error: the profile could not be written: "
+                f"{type(error).__name__}: {error}")
         finally:
             writing = False
 
     def _write_and_report(outcome: Outcome, finishing: bool) -> None:
+        reserve.release()
         if session.running:
             session.stop()
         profile = session.profile(exit_code=outcome.exit_code)
@@ -184,10 +228,15 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
         from peakline.model.profile_file import write_profile
         write_profile(profile, outfile)
         from peakline.reporters import render_outputs
-        sys.stdout.flush()
-        render_outputs(profile, opts, text_stream=None if opts.no_report else sys.stderr,
-                       strict=False)
-        print(f"peakline: profile written to {outfile}", file=sys.stderr)
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+        stream = report[0]
+        render_outputs(profile, opts,
+                       text_stream=None if opts.no_report or stream is None else _Quiet(stream),
+                       notes=_Quiet(stream), strict=False)
+        say(f"peakline: profile written to {outfile}")
 
     def on_sigterm(signum, frame):  # noqa: ARG001
         # Unprofiled, SIGTERM kills the process at once (no cleanup runs); we write what was
@@ -198,10 +247,11 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
             if writing:  # the profile is being written: let it finish, then die by signum
                 deferred.append(signum)
                 return
+            report[0] = _report_stream()
             write_and_report(Outcome(128 + signum), finishing=False)
         else:
             child.finish_forked_child(128 + signum)
-        signal.signal(signum, signal.SIG_DFL)
+        runner._real_signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
     on_sigterm._peakline_handler = True  # type: ignore[attr-defined]
@@ -209,6 +259,7 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
 
     def on_os_exit(status: int) -> None:
         if os.getpid() == main_pid:
+            report[0] = _report_stream()
             write_and_report(Outcome(status & 0xFF if isinstance(status, int) else 1),
                              finishing=False)
 
@@ -222,6 +273,7 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
     child.step_aside_for_explicit_use("peakline run")
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         runner.install_sigterm_handler(on_sigterm)
+    reserve = runner.reserve()  # descriptors and limits the profile needs, kept from the program
     if tracker is not None:
         tracker.install()
     try:
@@ -244,17 +296,79 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
         runner.report_uncaught(outcome)
         runner.finish(outcome)
         return outcome.exit_code
+    # The program's last statement has run: none of its timers or handlers fire from now on.
+    runner.stand_down_program_signals(keep=(on_sigterm,))
+    report[0] = _report_stream()
     session.stop()
     outcome.release()
-    if opts.gpu and session.gpu_unavailable_reason:
-        print(f"peakline: --gpu: nothing measured ({session.gpu_unavailable_reason})",
-              file=sys.stderr)
-    runner.report_uncaught(outcome)
-    write_and_report(outcome)  # a SIGTERM meanwhile is deferred until the profile is written
-    if signal.getsignal(signal.SIGTERM) is on_sigterm:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if not outcome.started:
+        # Nothing ran (no such module, a syntax error): the interpreter's message and status,
+        # no report, no profile file.
+        written = True
+        reserve.release()
+        if tracker is not None:
+            tracker.uninstall()
+            tracker.collect(shutdown_executors=True)
+        runner.report_uncaught(outcome)
+    else:
+        if opts.gpu and session.gpu_unavailable_reason:
+            say(f"peakline: --gpu: nothing measured ({session.gpu_unavailable_reason})")
+        runner.report_uncaught(outcome)
+        write_and_report(outcome)  # a SIGTERM meanwhile is deferred until the profile is written
+    runner.uninstall_sigterm_handler(on_sigterm)
     if deferred:
-        signal.signal(deferred[0], signal.SIG_DFL)
+        runner._real_signal(deferred[0], signal.SIG_DFL)
         os.kill(os.getpid(), deferred[0])
     runner.finish(outcome)
     return outcome.exit_code
+
+
+def _report_stream():
+    """sys.stderr if the program left it usable, else None: closed (``sys.stderr.close()``),
+    or its descriptor closed (``os.close(2)``; a file peakline opens could then take that
+    number, so nothing may be written through it). A stream without a descriptor (the program
+    swapped in a StringIO) is used as it is."""
+    stream = sys.stderr
+    if stream is None or getattr(stream, "closed", False):
+        return None
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return stream
+    try:
+        os.fstat(fd)
+    except OSError:
+        return None
+    return stream
+
+
+class _Quiet:
+    """A text stream (or none) whose write errors are dropped: the report never changes the
+    program's exit status."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if self._stream is not None:
+            try:
+                return self._stream.write(text)
+            except (OSError, ValueError):
+                self._stream = None
+        return len(text)
+
+    def flush(self) -> None:
+        if self._stream is not None:
+            try:
+                self._stream.flush()
+            except (OSError, ValueError):
+                self._stream = None
+
+    def isatty(self) -> bool:
+        try:
+            return self._stream is not None and self._stream.isatty()
+        except (OSError, ValueError, AttributeError):
+            return False
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)

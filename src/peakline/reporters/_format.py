@@ -17,24 +17,44 @@ SPARK_ASCII = "_.-=+*#@"
 _UNITS = ("B", "K", "M", "G", "T", "P")
 
 
-def parse_byte_size(text: str) -> int:
-    """``"10M"``, ``"512k"``, ``"1.5G"``, ``"4096"``, ``"2MiB"`` -> bytes. ValueError if not."""
+# The largest byte size a command line may give: what a signed 64-bit count holds.
+MAX_BYTE_SIZE = (1 << 63) - 1
+_BYTE_SCALES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_DIGITS = frozenset("0123456789")
+
+
+def parse_byte_size(text: str, *, minimum: int = 0, maximum: int = MAX_BYTE_SIZE) -> int:
+    """A byte count: digits with an optional fraction and an optional binary unit (``K``,
+    ``M``, ``G``, ``T``, each also spelled ``KB``/``KiB``..., case-insensitive; all are powers
+    of 1024): ``4096``, ``512K``, ``1.5G``, ``2MiB`` -> bytes, rounded down. No exponents,
+    no signs. ValueError with a one-line message when it is not such a size or is outside
+    [minimum, maximum]."""
     t = text.strip().upper()
     for tail in ("IB", "B"):
         if t.endswith(tail) and len(t) > len(tail):
             t = t[: -len(tail)]
             break
-    scale = 1
-    if t and t[-1] in "KMGT":
-        scale = 1024 ** ("KMGT".index(t[-1]) + 1)
-        t = t[:-1]
-    try:
-        value = float(t)
-    except ValueError:
-        raise ValueError(f"not a byte size: {text!r} (examples: 4096, 512K, 10M, 1.5G)") from None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"not a byte size: {text!r}")
-    return int(value * scale)
+    unit = t[-1] if t and t[-1] in "KMGT" else ""
+    number = t[: len(t) - len(unit)].rstrip()
+    whole, dot, fraction = number.partition(".")
+    if (not (whole or fraction) or not set(whole) <= _DIGITS or not set(fraction) <= _DIGITS
+            or (dot and not fraction and not whole) or len(number) > 30):
+        raise ValueError(f"not a byte size: {text!r} (examples: 4096, 512K, 10M, 1.5G)")
+    denominator = 10 ** len(fraction)
+    value = (int(whole or "0") * denominator + int(fraction or "0")) * _BYTE_SCALES[unit] \
+        // denominator
+    if value > maximum:
+        raise ValueError(f"too large: {text!r} (at most {_size_words(maximum)})")
+    if value < minimum:
+        raise ValueError(f"must be at least {_size_words(minimum)}, got {text!r}")
+    return value
+
+
+def _size_words(n: int) -> str:
+    for unit in ("T", "G", "M", "K"):
+        if n >= _BYTE_SCALES[unit] and n % _BYTE_SCALES[unit] == 0:
+            return f"{n // _BYTE_SCALES[unit]}{unit}"
+    return str(n)
 
 
 def compact_bytes(n: float, *, signed: bool = False) -> str:

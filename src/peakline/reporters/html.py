@@ -46,6 +46,14 @@ def embed_json(data: Any) -> str:
     return text.translate(_JSON_ESCAPES)
 
 
+def _displayable(text: str) -> str:
+    """text as the UTF-8 page can carry it: a file name that is not valid UTF-8 (its bytes
+    kept by Python as lone surrogates) shows U+FFFD where a byte did not decode. In the JSON
+    data the exact text travels escaped (``\\udce9``)."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") \
+        if isinstance(text, str) else str(text)
+
+
 def page_data(profile: Profile, rules: ReportFilter) -> dict[str, Any]:
     """Everything the page's scripts read: the profile, sources and the report's picks."""
     sources, source_errors = {}, {}
@@ -84,7 +92,7 @@ def render(profile: Profile, stream: TextIO, *, reduced: bool = False,
                          profile.sampled_s)
     parts = dict(zip(("page", "css", "charts", "report"), map(_template, _TEMPLATE_FILES)))
     slots = {
-        "title": html.escape(f"peakline: {profile.program}"),
+        "title": html.escape(f"peakline: {_displayable(profile.program)}"),
         "css": parts["css"],
         "charts_js": parts["charts"],
         "report_js": parts["report"],
