@@ -84,6 +84,12 @@ def run_fields(raw_memory: Mapping[str, Any], *, elapsed_s: float, peak_rss_byte
         "unattributed_alloc_bytes": unattributed_alloc_bytes,
         "staged_events": stats.get("staged_events", 0),
     }
+    zero_ns = raw_memory.get("start_monotonic_ns")
+    if zero_ns:
+        memory["start_monotonic_s"] = zero_ns / _NS_PER_S
+    for name in ("blas_buffer_bytes", "blas_buffer_maps"):
+        if name in stats:
+            memory[name] = stats[name]
     out: dict[str, Any] = {"peak_bytes": stats.get("peak_bytes", 0), "timeline": timeline,
                            "memory": memory}
     if peak_rss_bytes is not None:

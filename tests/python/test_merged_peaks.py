@@ -1,0 +1,75 @@
+"""Merged profiles: every "held at the peak" figure is shown against the peak it belongs to
+(docs/processes.md, "Merged profiles"; docs/profile-format.md, "Phases and processes").
+
+The calibration program's fork children hold known amounts (50 MiB and 100 MiB) one after
+the other or at the same time, so the truth of every peak is known."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from peakline.model.profile import Profile
+from peakline.reporters import terminal
+from peakline_proc import PROGRAMS, line_record, marked_lines, run_peakline
+
+PEAKS = PROGRAMS / "mp_known_peaks.py"
+MIB = 1 << 20
+# What the processes hold besides the blocks: the parent's and the children's own small
+# allocations (about 0.5 MiB each here). Blocks >> the sampling interval are counted exactly.
+OVERHEAD = 6 * MIB
+
+
+def _near(value, truth, slack=OVERHEAD):
+    return truth - MIB <= value <= truth + slack
+
+
+@pytest.mark.parametrize("mode,tree_truth,held_50_at_tree_peak",
+                         [("apart", 100 * MIB, 0), ("together", 150 * MIB, 50 * MIB)])
+def test_merged_peaks_match_what_the_children_hold(tmp_path, mode, tree_truth,
+                                                   held_50_at_tree_peak):
+    result = run_peakline([str(PEAKS), mode], tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr
+    profile = result.profile()
+    children = [p for p in profile["processes"] if p["merged"] and p["pid"] != profile["pid"]]
+    assert sorted(round(p["peak_bytes"] / MIB) for p in children) == [50, 100], children
+    # Largest single process, sum of the processes' peaks, and the measured tree peak.
+    assert _near(profile["peak_bytes"], 100 * MIB)
+    assert _near(profile["peak_bytes_sum"], 150 * MIB)
+    assert _near(profile["tree_peak_bytes"], tree_truth), profile["tree_peak_bytes"] / MIB
+    assert profile["tree_peak_bytes"] <= profile["peak_bytes_sum"]
+
+    marks = marked_lines(PEAKS)
+    held_50 = line_record(profile, PEAKS, marks["hold_50"])
+    held_100 = line_record(profile, PEAKS, marks["hold_100"])
+    # At its own process's peak each line held its block...
+    assert _near(held_50["live_at_peak_bytes"], 50 * MIB, MIB)
+    assert _near(held_100["live_at_peak_bytes"], 100 * MIB, MIB)
+    # ... and at the tree's peak, what it held at that moment.
+    assert _near(held_100["live_at_tree_peak_bytes"], 100 * MIB, MIB)
+    assert _near(held_50["live_at_tree_peak_bytes"], held_50_at_tree_peak, MIB)
+
+    # No set of lines holds more than the peak it is shown against.
+    lines = [ln for f in profile["files"].values() for ln in f["lines"]]
+    assert sum(max(0, ln["live_at_tree_peak_bytes"]) for ln in lines) <= \
+        profile["tree_peak_bytes"] + MIB
+    assert sum(max(0, ln["live_at_peak_bytes"]) for ln in lines) <= \
+        profile["peak_bytes_sum"] + MIB
+
+    # The terminal report names the peak and keeps every holder within it.
+    out = io.StringIO()
+    terminal.render(Profile.from_dict(profile), out, width=160, color=False)
+    text = out.getvalue()
+    title = re.search(r"Lines holding memory at the peak of the process tree "
+                      r"\(([0-9.]+) MiB at [0-9.]+ s, all processes together\)", text)
+    assert title, text
+    assert abs(float(title.group(1)) * MIB - profile["tree_peak_bytes"]) < 0.1 * MIB
+    rows = re.findall(r"mp_known_peaks\.py:(\d+)\s+([0-9.]+) MiB\s+(\d+)%", text)
+    shown = {int(n): (float(b), int(pct)) for n, b, pct in rows}
+    assert marks["hold_100"] in shown, text
+    assert all(b * MIB <= profile["tree_peak_bytes"] and pct <= 100 for b, pct in shown.values())
+    assert (marks["hold_50"] in shown) == (held_50_at_tree_peak > 0), text
+    assert "largest single-process peak 100.0 MiB" in text
+    assert "sum of the processes' peaks 150." in text
