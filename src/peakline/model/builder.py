@@ -74,6 +74,7 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
     exactly as ``read_profile`` would validate it."""
     frames = [_normalise_frame(f) for f in raw.get("frames", ())]
     reported = [selection.is_reported(f[0]) for f in frames]
+    importing = [memory_builder.is_import_machinery(f[0]) for f in frames]
     n_frames = len(frames)
 
     lines: dict[str, dict[int, _Acc]] = {}
@@ -104,7 +105,8 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
         charged = next((i for i in valid_ids if reported[i]), None)
         if memory is not None and index < len(memory_stacks):
             memory.add(frames[charged] if charged is not None else None,
-                       memory_stacks[index][:len(memory_builder.MEMORY_LINE_FIELDS)])
+                       memory_stacks[index][:len(memory_builder.MEMORY_LINE_FIELDS)],
+                       importing=any(importing[i] for i in valid_ids))
         if charged is None:
             unattributed_ns += row_ns
             continue
@@ -267,7 +269,9 @@ def _files(lines: dict[str, dict[int, _Acc]],
                     elapsed_s=elapsed_s, with_copy_rate=True))
                 record.update(memory_builder.leak_fields(
                     timelines.get((filename, lineno), []), elapsed_s,
-                    raw_memory.get("stats", {}).get("sampling_interval_bytes", 0)))
+                    raw_memory.get("stats", {}).get("sampling_interval_bytes", 0),
+                    net_bytes=record["net_bytes"],
+                    import_net_bytes=memory.import_net.get(filename, {}).get(lineno, 0)))
             line_records.append(record)
         function_records = []
         time_functions = functions.get(filename, {})

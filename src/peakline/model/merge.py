@@ -41,7 +41,8 @@ from peakline.model.profile import Profile
 
 _TIME_FIELDS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
 _LINE_SUMS = (*_TIME_FIELDS, "samples", "alloc_python_bytes", "alloc_native_bytes",
-              "free_bytes", "net_bytes", "live_at_peak_bytes", "copy_bytes")
+              "free_bytes", "net_bytes", "live_at_peak_bytes", "copy_bytes",
+              "import_net_bytes")
 _FUNCTION_SUMS = (*_LINE_SUMS, "self_s", "inclusive_s")
 _SAMPLING_SUMS = ("cpu_samples", "wait_samples", "dropped_samples", "invalid_frames",
                   "truncated_stacks", "deferred_code_frees", "skipped_ticks")

@@ -329,10 +329,13 @@ class LineRecord(_Record, _CategoryTimes, _Usage):
     gpu_live_at_peak_bytes: int | None = None
     # Merged profiles: what the line held, all processes together, at the tree's peak.
     live_at_tree_peak_bytes: int | None = None
+    # Of net_bytes, what was allocated while importing a module (never scored as a leak).
+    import_net_bytes: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("lineno", _count), *_category_fields(), _Field("samples", _count),
                *_MEMORY_FIELDS, _optional("live_at_tree_peak_bytes", _int),
+               _optional("import_net_bytes", _int),
                _optional("timeline", _timeline),
                _optional("leak_likelihood", _fraction), _optional("leak_rate_bytes_s", _signed),
                _optional("copy_bytes", _count), _optional("copy_mb_s", _seconds),
