@@ -86,13 +86,13 @@ def possible_leaks(profile: Profile) -> list[tuple[str, LineRecord]]:
     return found
 
 
-def blas_buffer_note(profile: Profile) -> str | None:
-    """One line naming the OpenBLAS work buffers counted in the memory figures, if any."""
+def blas_buffer_note(profile: Profile) -> list[str] | None:
+    """The parts of one note naming the OpenBLAS work buffers counted in the memory figures."""
     m = profile.memory
     if m is None or not m.blas_buffer_bytes:
         return None
     count = m.blas_buffer_maps or 0
     what = "buffer" if count == 1 else f"buffers ({count})"
-    return (f"{human_bytes(m.blas_buffer_bytes)}: OpenBLAS per-thread work {what}, mapped on "
-            f"each thread's first BLAS call and kept until exit (counted in the peak, not "
-            f"charged to any line)")
+    return [f"{human_bytes(m.blas_buffer_bytes)}: OpenBLAS per-thread work {what}",
+            "mapped on a thread's first BLAS call, kept until exit",
+            "counted in the peak, charged to no line"]

@@ -67,7 +67,7 @@ def page_data(profile: Profile, rules: ReportFilter) -> dict[str, Any]:
         "peakHolders": [[h.filename, h.line.lineno, h.share, h.held_bytes]
                         for h in peak_holders(profile)],
         "peakBasis": _basis(profile),
-        "blasNote": blas_buffer_note(profile),
+        "blasNote": " \u00b7 ".join(blas_buffer_note(profile) or []),
         "leaks": [[f, line.lineno] for f, line in possible_leaks(profile)],
         "settings": {
             "version": __version__,

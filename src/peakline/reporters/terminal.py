@@ -318,7 +318,7 @@ class _View:
         self.emit_parts(parts)
         note = blas_buffer_note(p)
         if note:
-            self.emit_parts([note])
+            self.emit_parts(note)
 
     # -- memory highlights ------------------------------------------------------------------
 
