@@ -98,3 +98,48 @@ def test_merged_profile_without_tree_figures_is_shown_against_the_sum_of_the_pea
     shares = [int(p) for p in re.findall(r"mp_known_peaks\.py:\d+\s+[0-9.]+ MiB\s+(\d+)%", text)]
     # 100 and 50 MiB of the 150.5 MiB sum: 66% and 33%, never 100% of the 100 MiB largest peak
     assert sorted(shares) == [33, 66], text
+
+
+# ---- the merge itself, on synthetic profiles with known timelines ----------------------------
+
+def _process(profile, pid, zero_s):
+    import copy as _copy
+    out = _copy.deepcopy(profile)
+    out.pid = pid
+    out.memory.start_monotonic_s = zero_s
+    return out
+
+
+@pytest.mark.parametrize("child_zero_s,tree_factor", [(100.0, 2), (110.0, 1)])
+def test_tree_peak_adds_the_processes_up_on_one_clock(app_profile, child_zero_s, tree_factor):
+    from synthetic_memory import LINES, PEAK_BYTES, with_memory
+
+    from peakline.model.merge import merge_processes
+
+    parent = _process(with_memory(app_profile), 1, 100.0)
+    # The same run in a child: started with the parent (their peaks at 0.91 s coincide) or
+    # 10 s later (the parent has ended by then).
+    child = _process(parent, 2, child_zero_s)
+    merged = merge_processes(parent, [child])
+    assert merged.peak_bytes == PEAK_BYTES and merged.peak_bytes_sum == 2 * PEAK_BYTES
+    assert merged.tree_peak_bytes == tree_factor * PEAK_BYTES
+    assert merged.tree_peak_time_s == pytest.approx(0.91)  # apart: the first of two equal peaks
+    assert merged.processes[1].start_offset_s == pytest.approx(child_zero_s - 100.0)
+    held = {line.lineno: line for _, line in merged.lines()}
+    for lineno in (5, 9):  # both processes at their own peak: the core's live_at_peak_bytes
+        assert held[lineno].live_at_tree_peak_bytes == \
+            tree_factor * LINES[lineno]["live_at_peak_bytes"]
+        assert held[lineno].live_at_peak_bytes == 2 * LINES[lineno]["live_at_peak_bytes"]
+
+
+def test_tree_timeline_is_decimated_keeping_its_extremes():
+    from peakline.model.merge import _decimate
+
+    points = [[i / 1000, 100 + (i % 7)] for i in range(10_000)]
+    points[4321][1] = 10_000  # a spike
+    points[6789][1] = 0  # a dip
+    out = _decimate(points, 2048)
+    assert len(out) <= 2050
+    assert max(v for _, v in out) == 10_000 and min(v for _, v in out) == 0
+    assert out[0] == points[0] and out[-1] == points[-1]
+    assert all(a[0] <= b[0] for a, b in zip(out, out[1:]))
