@@ -413,7 +413,8 @@ void OnMap(void* p, size_t len, int flags, uintptr_t caller) {
   }
   if (blas) {
     g_blas_maps.fetch_add(1, std::memory_order_relaxed);
-    const int64_t live = g_blas_live.fetch_add(static_cast<int64_t>(len)) + static_cast<int64_t>(len);
+    const auto bytes = static_cast<int64_t>(len);
+    const int64_t live = g_blas_live.fetch_add(bytes) + bytes;
     int64_t most = g_blas_most.load(std::memory_order_relaxed);
     while (live > most && !g_blas_most.compare_exchange_weak(most, live)) {}
   } else if (s.python_depth == 0) {

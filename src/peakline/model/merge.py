@@ -26,8 +26,8 @@ Rules (docs/processes.md, "Merged profiles"):
   ``tree_peak_bytes``.
 * ``processes``: one record per process, the parent first, then children by start time:
   ``{pid, parent_pid, program, argv, started_at, elapsed_s, exit_code, peak_bytes,
-  peak_time_s, start_offset_s, cpu_s, merged}``; children that had not ended when the parent finished appear with
-  ``merged: false`` and no measurements.
+  peak_time_s, start_offset_s, cpu_s, merged}``; children that had not ended when the parent
+  finished appear with ``merged: false`` and no measurements.
 """
 
 from __future__ import annotations
