@@ -41,6 +41,8 @@
 #include "memory/memory_event.h"
 
 extern "C" const void* pl_hooks_skip_address(void);
+extern "C" void* pl_fake_blas_buffer(size_t n);  // hooks_lib/fake_openblas.c
+extern "C" int pl_fake_blas_release(void* p, size_t n);
 extern "C" void* __memcpy_chk(void* dst, const void* src, size_t n, size_t dst_len);
 
 // The failure paths (a refused malloc, calloc overflow, bad alignment) must return NULL or an
@@ -732,6 +734,45 @@ TEST_F(AllocationHooksTest, NewSessionSamplesAtItsOwnInterval) {
   // Binomial(2000, 0.2166), as in SampledAllocationsAndFreesProduceEvents: odds < 1e-9.
   EXPECT_GT(sampled, 300);
   for (void* p : small) free(p);
+}
+
+// OpenBLAS's per-thread work buffer (mapped by an object named *openblas*) is counted in the
+// exact totals but never sampled, so no line is charged with it; the program's own mapping of
+// the same size is sampled as usual.
+TEST_F(AllocationHooksTest, OpenBlasWorkBuffersAreCountedButNotSampled) {
+  Start();
+  Drain();
+  const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS;
+  void* buffer = nullptr;
+  void* own = nullptr;
+  EXPECT_EQ(LiveChange([&] { buffer = pl_fake_blas_buffer(Opaque(size_t{32 * kMiB})); }), 32 * kMiB);
+  ASSERT_NE(buffer, MAP_FAILED);
+  EXPECT_EQ(LiveChange([&] { own = mmap(nullptr, Opaque(size_t{32 * kMiB}), prot, flags, -1, 0); }),
+            32 * kMiB);
+  ASSERT_NE(own, MAP_FAILED);
+  bool buffer_sampled = false, own_sampled = false;
+  for (const Event& e : Drain()) {
+    if (e.ev.type != MemoryEventType::kAlloc) continue;
+    buffer_sampled |= e.ev.address == reinterpret_cast<uintptr_t>(buffer);
+    own_sampled |= e.ev.address == reinterpret_cast<uintptr_t>(own);
+  }
+  EXPECT_FALSE(buffer_sampled);
+  EXPECT_TRUE(own_sampled);  // 32 MiB at a 512 KiB mean: always sampled
+  EXPECT_EQ(HookStats().blas_buffer_maps, 1);
+  EXPECT_EQ(HookStats().blas_buffer_bytes, 32 * kMiB);
+
+  // Unmapped, it leaves the live count; the most such buffers held stays, and a new one
+  // (another thread's) is counted again.
+  EXPECT_EQ(LiveChange([&] { pl_fake_blas_release(buffer, Opaque(size_t{32 * kMiB})); }), -32 * kMiB);
+  EXPECT_EQ(LiveChange([&] { buffer = pl_fake_blas_buffer(Opaque(size_t{32 * kMiB})); }), 32 * kMiB);
+  EXPECT_EQ(HookStats().blas_buffer_maps, 2);
+  EXPECT_EQ(HookStats().blas_buffer_bytes, 32 * kMiB);
+  // Small mappings of the library are ordinary memory (not a work buffer).
+  void* small = pl_fake_blas_buffer(Opaque(size_t{64 * 1024}));
+  EXPECT_EQ(HookStats().blas_buffer_maps, 2);
+  pl_fake_blas_release(small, 64 * 1024);
+  pl_fake_blas_release(buffer, 32 * kMiB);
+  munmap(own, 32 * kMiB);
 }
 
 }  // namespace

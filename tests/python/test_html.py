@@ -244,3 +244,32 @@ def test_cpu_only_report_has_no_memory_sections(browser, app_profile, tmp_path):
         assert problems == []
     finally:
         page.close()
+
+
+def test_merged_processes_report_names_the_tree_peak(browser, tmp_path):
+    """Children holding 50 and 100 MiB at once: the page shows the tree's 150 MiB peak and the
+    lines' holdings at it, never a share over 100% (docs/processes.md, "Merged profiles")."""
+    program = Path(__file__).resolve().parents[1] / "programs" / "mp_known_peaks.py"
+    out = tmp_path / "merged.html"
+    proc = subprocess.run([sys.executable, "-m", "peakline", "run", "--no-report", "-o",
+                           str(tmp_path / "p.json"), "--html", str(out), str(program),
+                           "together"], capture_output=True, text=True, timeout=180,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    tree_peak = json.loads((tmp_path / "p.json").read_text())["tree_peak_bytes"]
+    page, problems = open_page(browser, out)
+    try:
+        summary = page.locator("#summary").text_content()
+        assert "peak of the process tree" in summary and "largest single-process peak" in summary
+        title = page.locator("#peak-holders h2").text_content()
+        assert "process tree" in title and "all processes together" in title, title
+        shares = [int(t.strip().rstrip("%")) for t in
+                  page.locator("#peak-holders tbody tr td:nth-child(3)").all_text_contents()]
+        assert shares and all(share <= 100 for share in shares), shares
+        held = page.locator("#peak-holders tbody tr", has_text="LINE hold_100")
+        assert held.count() == 1 and "100.0 MiB" in held.text_content()
+        assert abs(tree_peak - 150 * (1 << 20)) < 6 * (1 << 20)
+        shoot(page, "html-merged-processes")
+        assert problems == []
+    finally:
+        page.close()

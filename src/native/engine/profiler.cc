@@ -240,6 +240,8 @@ Snapshot CollectProfile() {
         {"copy_samples", static_cast<int64_t>(hs.copy_samples)},
         {"dropped_events", static_cast<int64_t>(hs.dropped_events)},
         {"untracked_samples", static_cast<int64_t>(hs.untracked)},
+        {"blas_buffer_bytes", hs.blas_buffer_bytes},
+        {"blas_buffer_maps", hs.blas_buffer_maps},
         {"peak_events", mem->peak_events()},
         {"invalid_events", mem->invalid_events()},
         {"staged_events", static_cast<int64_t>(mem->stager().staged_records())},

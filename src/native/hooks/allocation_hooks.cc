@@ -1,6 +1,7 @@
 #include "hooks/allocation_hooks.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <memory>
 
 #include "engine/zeroed_pages.h"
@@ -111,6 +113,66 @@ class MappingTable {
   engine::ZeroedPages<std::atomic<size_t>> lens_{kSlots + kWindow};
 };
 MappingTable* g_mappings = nullptr;
+
+// ---- OpenBLAS work buffers ------------------------------------------------------------------
+// OpenBLAS maps a work buffer (32 MiB on x86-64) for each thread on that thread's first BLAS
+// call and keeps it until exit. It is counted in the heap totals like any anonymous mapping,
+// but not sampled: charged to a line it would make the first line that calls BLAS look like
+// it holds 32 MiB of user data. Recognised by the caller of mmap: the return address lies in
+// the code of a loaded object whose file name contains "openblas" (libopenblas*, numpy's and
+// scipy's bundled libscipy_openblas*). The ranges are collected outside the hooks (start, and
+// after every dlopen); the hook only compares against them, for large mappings only.
+constexpr size_t kBlasBufferMinBytes = size_t{4} << 20;
+constexpr int kMaxBlasRanges = 16;
+// A tracked mapping's length carries this tag in its top byte when it is a BLAS buffer.
+constexpr size_t kBlasTag = size_t{1} << 56;
+constexpr size_t kLengthMask = kBlasTag - 1;
+struct CodeRange {
+  std::atomic<uintptr_t> lo{0};
+  std::atomic<uintptr_t> hi{0};
+};
+CodeRange g_blas_ranges[kMaxBlasRanges];
+std::atomic<int> g_blas_range_count{0};
+std::atomic<bool> g_blas_refreshing{false};
+std::atomic<int64_t> g_blas_live{0}, g_blas_most{0}, g_blas_maps{0};
+
+bool InBlasCode(uintptr_t pc) {
+  const int n = g_blas_range_count.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    if (pc >= g_blas_ranges[i].lo.load(std::memory_order_relaxed) &&
+        pc < g_blas_ranges[i].hi.load(std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int AddBlasRanges(dl_phdr_info* info, size_t, void*) {
+  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  const char* slash = std::strrchr(name, '/');
+  if (std::strstr(slash != nullptr ? slash + 1 : name, "openblas") == nullptr) return 0;
+  for (int p = 0; p < info->dlpi_phnum; ++p) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[p];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    const uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    const int n = g_blas_range_count.load(std::memory_order_relaxed);
+    bool known = false;
+    for (int i = 0; i < n && !known; ++i) known = g_blas_ranges[i].lo.load() == lo;
+    if (known || n == kMaxBlasRanges) continue;
+    g_blas_ranges[n].lo.store(lo, std::memory_order_relaxed);
+    g_blas_ranges[n].hi.store(lo + ph.p_memsz, std::memory_order_relaxed);
+    g_blas_range_count.store(n + 1, std::memory_order_release);
+  }
+  return 0;
+}
+
+// Not from a hook's hot path: at start and after dlopen. One refresher at a time (a
+// concurrent dlopen's refresh is covered by the one running, or by the next dlopen).
+void RefreshBlasRanges() {
+  if (g_blas_refreshing.exchange(true, std::memory_order_acquire)) return;
+  dl_iterate_phdr(AddBlasRanges, nullptr);
+  g_blas_refreshing.store(false, std::memory_order_release);
+}
 
 // ---- Helpers (hot path) ---------------------------------------------------------------------
 
@@ -338,26 +400,38 @@ void* HookPvalloc(size_t size) {
   return p;
 }
 
-void OnMap(void* p, size_t len, int flags) {
+// caller: the return address of the mmap call (which object asked for the mapping).
+void OnMap(void* p, size_t len, int flags, uintptr_t caller) {
   HookThreadState& s = t_state;
   if (p == MAP_FAILED || !(flags & MAP_ANONYMOUS) || !Counting(s)) return;
   BusyScope busy(s);
-  if (!g_mappings->Insert(reinterpret_cast<uintptr_t>(p), len)) {
+  const bool blas = len >= kBlasBufferMinBytes && (len & ~kLengthMask) == 0 && InBlasCode(caller);
+  if (!g_mappings->Insert(reinterpret_cast<uintptr_t>(p), blas ? len | kBlasTag : len)) {
     // Untrackable (its munmap could not be matched): leave it out of the totals entirely.
     g_untracked.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  if (s.python_depth == 0) SampleAlloc(s, p, len, memory::kDomainNative);
+  if (blas) {
+    g_blas_maps.fetch_add(1, std::memory_order_relaxed);
+    const auto bytes = static_cast<int64_t>(len);
+    const int64_t live = g_blas_live.fetch_add(bytes) + bytes;
+    int64_t most = g_blas_most.load(std::memory_order_relaxed);
+    while (live > most && !g_blas_most.compare_exchange_weak(most, live)) {}
+  } else if (s.python_depth == 0) {
+    SampleAlloc(s, p, len, memory::kDomainNative);
+  }
   Account(s, static_cast<int64_t>(len));
 }
-void* HookMmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+__attribute__((noinline)) void* HookMmap(void* addr, size_t len, int prot, int flags, int fd,
+                                         off_t off) {
   void* p = g_real.mmap(addr, len, prot, flags, fd, off);
-  OnMap(p, len, flags);
+  OnMap(p, len, flags, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
   return p;
 }
-void* HookMmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+__attribute__((noinline)) void* HookMmap64(void* addr, size_t len, int prot, int flags, int fd,
+                                           off_t off) {
   void* p = g_real.mmap64(addr, len, prot, flags, fd, off);
-  OnMap(p, len, flags);
+  OnMap(p, len, flags, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
   return p;
 }
 int HookMunmap(void* addr, size_t len) {
@@ -365,15 +439,18 @@ int HookMunmap(void* addr, size_t len) {
   if (Counting(s)) {
     BusyScope busy(s);
     const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
-    const size_t mapped = g_mappings->Take(a);
-    if (mapped != 0) {
+    const size_t entry = g_mappings->Take(a);
+    if (entry != 0) {
+      const size_t tag = entry & ~kLengthMask;
+      const size_t mapped = entry & kLengthMask;
       // Unmapping a prefix keeps the rest mapped (and tracked); interior holes are not
       // followed (their bytes stay counted until the mapping's start is unmapped).
       const size_t page = 4096;
       const size_t removed = len < mapped ? ((len + page - 1) & ~(page - 1)) : mapped;
-      if (removed < mapped && !g_mappings->Insert(a + removed, mapped - removed)) {
+      if (removed < mapped && !g_mappings->Insert(a + removed, (mapped - removed) | tag)) {
         g_untracked.fetch_add(1, std::memory_order_relaxed);
       }
+      if (tag == kBlasTag) g_blas_live.fetch_sub(static_cast<int64_t>(removed));
       if (s.python_depth == 0) SampleFree(s, addr);
       Account(s, -static_cast<int64_t>(removed));
     }
@@ -412,6 +489,7 @@ __attribute__((noinline)) void* HookDlopen(const char* file, int flags) {
     HookThreadState& s = t_state;
     BusyScope busy(s);  // the patcher allocates; those are peakline's bytes
     g_patcher->PatchNewObjects();
+    RefreshBlasRanges();
   }
   return handle;
 }
@@ -455,6 +533,8 @@ bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
   g_mappings->Clear();
   g_heap.Reset();
   g_alloc_samples = g_free_samples = g_copy_samples = g_untracked = 0;
+  g_blas_live = g_blas_most = g_blas_maps = 0;
+  RefreshBlasRanges();
   g_session.fetch_add(1, std::memory_order_relaxed);  // every thread re-initialises lazily
 
   static const Interposition kTable[] = {
@@ -514,7 +594,8 @@ memory::HeapCounters& Heap() { return g_heap; }
 
 MemoryHookStats HookStats() {
   return MemoryHookStats{g_alloc_samples.load(), g_free_samples.load(), g_copy_samples.load(),
-                         g_ring ? g_ring->dropped() : 0, g_untracked.load()};
+                         g_ring ? g_ring->dropped() : 0, g_untracked.load(),
+                         g_blas_most.load(), g_blas_maps.load()};
 }
 
 void MarkCurrentThreadInternal() { t_state.internal = true; }

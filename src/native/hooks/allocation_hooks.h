@@ -49,6 +49,8 @@ struct MemoryHookStats {
   uint64_t copy_samples;
   uint64_t dropped_events;   // ring full
   uint64_t untracked;        // sampled pointer table window full
+  int64_t blas_buffer_bytes;  // most bytes OpenBLAS work buffers held at once (not sampled)
+  int64_t blas_buffer_maps;   // OpenBLAS work buffers mapped
 };
 
 // Setup and teardown: GIL held, never from a hook. self_addr: any address inside peakline's

@@ -76,6 +76,7 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
     reported = [selection.is_reported(f[0]) for f in frames]
     launcher = [selection.is_own(f[0]) or _is_runpy(f[0]) for f in frames]
     own = [selection.is_own(f[0]) for f in frames]
+    importing = [memory_builder.is_import_machinery(f[0]) for f in frames]
     n_frames = len(frames)
 
     lines: dict[str, dict[int, _Acc]] = {}
@@ -107,7 +108,8 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
         charged = next((i for i in valid_ids if reported[i]), None)
         if memory is not None and index < len(memory_stacks):
             memory.add(frames[charged] if charged is not None else None,
-                       memory_stacks[index][:len(memory_builder.MEMORY_LINE_FIELDS)])
+                       memory_stacks[index][:len(memory_builder.MEMORY_LINE_FIELDS)],
+                       importing=any(importing[i] for i in valid_ids))
         if charged is None:
             unattributed_ns += row_ns
             continue
@@ -146,7 +148,8 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
     }
     if raw_memory:
         document.update(memory_builder.run_fields(
-            raw_memory, elapsed_s=meta.get("elapsed_s") or 0.0,
+            {**raw_memory, "start_monotonic_ns": stats.get("start_monotonic_ns")},
+            elapsed_s=meta.get("elapsed_s") or 0.0,
             peak_rss_bytes=meta.get("peak_rss_bytes"),
             unattributed_alloc_bytes=memory.unattributed_alloc_bytes if memory else 0))
     gpu_builder.add_fields(document, raw.get("gpu"), raw.get("stacks", ()), frames, reported)
@@ -289,7 +292,9 @@ def _files(lines: dict[str, dict[int, _Acc]],
                     elapsed_s=elapsed_s, with_copy_rate=True))
                 record.update(memory_builder.leak_fields(
                     timelines.get((filename, lineno), []), elapsed_s,
-                    raw_memory.get("stats", {}).get("sampling_interval_bytes", 0)))
+                    raw_memory.get("stats", {}).get("sampling_interval_bytes", 0),
+                    net_bytes=record["net_bytes"],
+                    import_net_bytes=memory.import_net.get(filename, {}).get(lineno, 0)))
             line_records.append(record)
         function_records = []
         time_functions = functions.get(filename, {})

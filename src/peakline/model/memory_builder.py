@@ -21,19 +21,34 @@ MEMORY_LINE_FIELDS = ("alloc_python_bytes", "alloc_native_bytes", "free_bytes", 
                       "live_at_peak_bytes", "copy_bytes")
 
 
+# The import machinery's own files: a stack through one of them was importing a module.
+_IMPORT_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
+_IMPORT_SUFFIXES = ("importlib/_bootstrap.py", "importlib/_bootstrap_external.py")
+
+
+def is_import_machinery(filename: str) -> bool:
+    return filename in _IMPORT_FILES or filename.endswith(_IMPORT_SUFFIXES)
+
+
 class MemoryTables:
-    """Per (file, lineno) and per (file, qualname, first_lineno) memory sums."""
+    """Per (file, lineno) and per (file, qualname, first_lineno) memory sums, plus per line
+    what was allocated while a module was being imported."""
 
     def __init__(self) -> None:
         self.lines: dict[str, dict[int, list[int]]] = {}
         self.functions: dict[str, dict[tuple[str, int], list[int]]] = {}
+        self.import_net: dict[str, dict[int, int]] = {}
         self.unattributed_alloc_bytes = 0
 
-    def add(self, frame: tuple[str, str, int, int] | None, values: Sequence[int]) -> None:
+    def add(self, frame: tuple[str, str, int, int] | None, values: Sequence[int], *,
+            importing: bool = False) -> None:
         if frame is None:
             self.unattributed_alloc_bytes += values[0] + values[1]
             return
         filename, qualname, first_lineno, lineno = frame
+        if importing:
+            per_file = self.import_net.setdefault(filename, {})
+            per_file[lineno] = per_file.get(lineno, 0) + values[0] + values[1] - values[2]
         for table, key in ((self.lines.setdefault(filename, {}), lineno),
                            (self.functions.setdefault(filename, {}), (qualname, first_lineno))):
             acc = table.setdefault(key, [0] * len(MEMORY_LINE_FIELDS))
@@ -84,6 +99,12 @@ def run_fields(raw_memory: Mapping[str, Any], *, elapsed_s: float, peak_rss_byte
         "unattributed_alloc_bytes": unattributed_alloc_bytes,
         "staged_events": stats.get("staged_events", 0),
     }
+    zero_ns = raw_memory.get("start_monotonic_ns")
+    if zero_ns:
+        memory["start_monotonic_s"] = zero_ns / _NS_PER_S
+    for name in ("blas_buffer_bytes", "blas_buffer_maps"):
+        if name in stats:
+            memory[name] = stats[name]
     out: dict[str, Any] = {"peak_bytes": stats.get("peak_bytes", 0), "timeline": timeline,
                            "memory": memory}
     if peak_rss_bytes is not None:
@@ -102,7 +123,19 @@ def _monotonic_times(points: list[list[float]]) -> list[list[float]]:
 
 
 def leak_fields(timeline: list[list[float]], elapsed_s: float,
-                sampling_interval_bytes: int) -> dict[str, Any]:
+                sampling_interval_bytes: int, *, net_bytes: int = 0,
+                import_net_bytes: int = 0) -> dict[str, Any]:
+    """Leak scoring of one line. Memory a line holds because it imported a module (module
+    objects, their code, caches filled at import) is not a leak, however the line's bytes grew:
+    a line whose net bytes were mostly (at least half) allocated under the import machinery
+    scores 0. The trend test alone would flag it: a short script spends much of its second
+    half importing."""
+    out = {"timeline": _monotonic_times(timeline)}
+    if import_net_bytes:
+        out["import_net_bytes"] = import_net_bytes
+    if net_bytes > 0 and 2 * import_net_bytes >= net_bytes:
+        out.update(leak_likelihood=0.0, leak_rate_bytes_s=0.0)
+        return out
     likelihood, rate = leaks.score(timeline, elapsed_s, sampling_interval_bytes)
-    return {"timeline": _monotonic_times(timeline), "leak_likelihood": round(likelihood, 6),
-            "leak_rate_bytes_s": rate}
+    out.update(leak_likelihood=round(likelihood, 6), leak_rate_bytes_s=rate)
+    return out

@@ -12,37 +12,52 @@ Rules (docs/processes.md, "Merged profiles"):
   child's start). Each line and function gets ``processes``: how many processes charged it.
 * ``totals``, ``sampling`` and the memory counters are summed; ``threads`` and ``stacks``
   are concatenated (frames re-indexed).
-* ``peak_bytes`` is the **largest single-process peak**, and ``timeline`` stays the parent's
-  (both exact for that process). Processes that run at the same time add up: their combined
-  heap may exceed ``peak_bytes``; ``processes[].peak_bytes`` gives each one's peak and
-  ``peak_bytes_sum`` the sum of all of them, an upper bound of the combined peak.
+* Peaks. ``peak_bytes`` is the **largest single-process peak**; ``processes[].peak_bytes``
+  gives each one's own peak and ``peak_bytes_sum`` the sum of all of them (what the processes
+  would hold if their peaks coincided). ``tree_peak_bytes`` is the *measured* peak of the
+  process tree: the processes' exact timelines, placed on one clock (each process's
+  ``memory.start_monotonic_s``) and added up, give ``tree_timeline``; its highest point is
+  ``tree_peak_bytes`` at ``tree_peak_time_s`` (seconds since the parent's start).
+  ``timeline`` and the ``memory`` figures other than the summed counters stay the parent's.
+* Per-line peak holdings. ``live_at_peak_bytes`` is summed over processes, each process
+  contributing what the line held at **that process's own peak**: the lines' sum belongs
+  with ``peak_bytes_sum``. ``live_at_tree_peak_bytes`` is what the line held, all processes
+  together, at ``tree_peak_time_s`` (``_lines_at``): the lines' sum belongs with
+  ``tree_peak_bytes``.
 * ``processes``: one record per process, the parent first, then children by start time:
   ``{pid, parent_pid, program, argv, started_at, elapsed_s, exit_code, peak_bytes,
-  cpu_s, merged}``; children that had not ended when the parent finished appear with
-  ``merged: false`` and no measurements; ``not_merged_reason`` says why when the child
-  told (it profiled itself explicitly).
+  peak_time_s, start_offset_s, cpu_s, merged}``; children that had not ended when the parent
+  finished appear with ``merged: false`` and no measurements; ``not_merged_reason`` says why
+  when the child told (it profiled itself explicitly).
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from peakline.model.profile import Profile
 
 _TIME_FIELDS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
 _LINE_SUMS = (*_TIME_FIELDS, "samples", "alloc_python_bytes", "alloc_native_bytes",
-              "free_bytes", "net_bytes", "live_at_peak_bytes", "copy_bytes")
+              "free_bytes", "net_bytes", "live_at_peak_bytes", "copy_bytes",
+              "import_net_bytes")
 _FUNCTION_SUMS = (*_LINE_SUMS, "self_s", "inclusive_s")
 _SAMPLING_SUMS = ("cpu_samples", "wait_samples", "dropped_samples", "invalid_frames",
                   "truncated_stacks", "deferred_code_frees", "skipped_ticks")
 _MEMORY_SUMS = ("alloc_samples", "free_samples", "copy_samples", "not_sampled_events",
-                "unattributed_alloc_bytes", "staged_events")
+                "unattributed_alloc_bytes", "staged_events", "blas_buffer_bytes",
+                "blas_buffer_maps")
 
 
-def process_record(profile: Profile, *, merged: bool = True) -> dict[str, Any]:
-    return {
+_MAX_TREE_POINTS = 2048  # as the core's own timeline
+
+
+def process_record(profile: Profile, *, merged: bool = True,
+                   start_offset_s: float | None = None) -> dict[str, Any]:
+    record = {
         "pid": profile.pid,
         "parent_pid": profile.extra.get("parent_pid"),
         "program": profile.program,
@@ -54,12 +69,19 @@ def process_record(profile: Profile, *, merged: bool = True) -> dict[str, Any]:
         "cpu_s": profile.totals.cpu_s,
         "merged": merged,
     }
+    if profile.memory is not None and profile.peak_bytes is not None:
+        record["peak_time_s"] = profile.memory.peak_time_s
+    if start_offset_s is not None:
+        record["start_offset_s"] = start_offset_s
+    return record
 
 
 def merge_processes(parent: Profile, children: Sequence[Profile],
                     unfinished: Iterable[dict[str, Any]] = ()) -> Profile:
     """The parent's profile with ``children`` merged in (see the module docstring)."""
-    processes = [process_record(parent)] + [process_record(c) for c in children]
+    offsets = [0.0] + [_start_offset_s(parent, c) for c in children]
+    processes = [process_record(parent, start_offset_s=0.0 if children else None)] + [
+        process_record(c, start_offset_s=o) for c, o in zip(children, offsets[1:])]
     for record in unfinished:
         processes.append({"pid": record.get("pid", 0), "parent_pid": record.get("parent_pid"),
                           "program": record.get("program", ""),
@@ -100,6 +122,18 @@ def merge_processes(parent: Profile, children: Sequence[Profile],
     if peaks:
         doc["peak_bytes"] = max(peaks)
         doc["peak_bytes_sum"] = sum(peaks)
+    everyone = (parent, *children)
+    tree = _tree_timeline(everyone, offsets)
+    if tree:
+        peak_t, peak_v = max(tree, key=lambda p: (p[1], -p[0]))
+        doc["tree_timeline"] = _decimate(tree, _MAX_TREE_POINTS)
+        doc["tree_peak_bytes"] = peak_v
+        doc["tree_peak_time_s"] = peak_t
+        held = _lines_at(everyone, offsets, peak_t)
+        for filename, record in doc["files"].items():
+            for line in record["lines"]:
+                if "live_at_peak_bytes" in line:
+                    line["live_at_tree_peak_bytes"] = held.get((filename, line["lineno"]), 0)
     rss = [p.peak_rss_bytes for p in (parent, *children) if p.peak_rss_bytes is not None]
     if rss:
         doc["peak_rss_bytes"] = max(rss)
@@ -179,3 +213,110 @@ def _merge_memory(doc: dict, child: dict) -> None:
         doc["memory"] = copy.deepcopy(child["memory"])
         return
     _merge_sums(doc["memory"], child["memory"], _MEMORY_SUMS)
+
+
+def _start_offset_s(parent: Profile, child: Profile) -> float:
+    """Seconds from the parent's time zero to the child's, on CLOCK_MONOTONIC when both
+    profiles carry it, else from their wall-clock start stamps (microseconds; both taken just
+    before the sessions' zeros)."""
+    zeros = [p.memory.start_monotonic_s if p.memory is not None else None
+             for p in (parent, child)]
+    if zeros[0] is not None and zeros[1] is not None:
+        return zeros[1] - zeros[0]
+    return (_wall(child.started_at) - _wall(parent.started_at)).total_seconds()
+
+
+def _wall(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def _value_at(points: Sequence[Sequence[float]], t: float) -> float:
+    """A step series' value at ``t``: its last point at or before t (0 before the first)."""
+    lo, hi = 0, len(points)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if points[mid][0] <= t:
+            lo = mid + 1
+        else:
+            hi = mid
+    return points[lo - 1][1] if lo else 0
+
+
+def _tree_timeline(profiles: Sequence[Profile], offsets: Sequence[float]) -> list[list[float]]:
+    """The processes' live heaps added up over time, on the first profile's clock. A process
+    counts from its first timeline point to its last (its end); below its own starting point
+    (it freed more than it allocated) it counts as 0. Empty without memory timelines."""
+    events: list[tuple[float, int, int, int]] = []  # (time, order, process, bytes)
+    for index, (profile, offset) in enumerate(zip(profiles, offsets)):
+        points = profile.timeline or []
+        if not points:
+            continue
+        for t, value in points:
+            events.append((t + offset, 0, index, max(0, int(value))))
+        events.append((points[-1][0] + offset, 1, index, 0))  # gone once it ended
+    if not events or not (profiles[0].timeline or []):
+        return []
+    events.sort()
+    live: dict[int, int] = {}
+    total = 0
+    out: list[list[float]] = []
+    i = 0
+    while i < len(events):
+        t = events[i][0]
+        # Apply every change at this instant (ends last), then record one point.
+        while i < len(events) and events[i][0] == t:
+            _, _, index, value = events[i]
+            total += value - live.get(index, 0)
+            live[index] = value
+            i += 1
+        if out and out[-1][1] == total:
+            continue
+        out.append([max(0.0, t), total])
+    return out
+
+
+def _decimate(points: list[list[float]], limit: int) -> list[list[float]]:
+    """At most ~``limit`` points: the first, the last, and the lowest and highest point of
+    every group in between, in time order, so spikes and dips survive."""
+    if len(points) <= limit:
+        return points
+    group = -(-(len(points) - 2) // max(1, (limit - 2) // 2))
+    out = [points[0]]
+    for start in range(1, len(points) - 1, group):
+        chunk = points[start:min(start + group, len(points) - 1)]
+        lo = min(range(len(chunk)), key=lambda k: chunk[k][1])
+        hi = max(range(len(chunk)), key=lambda k: chunk[k][1])
+        for k in sorted({lo, hi}):
+            out.append(chunk[k])
+    out.append(points[-1])
+    return out
+
+
+def _lines_at(profiles: Sequence[Profile], offsets: Sequence[float],
+              t: float) -> dict[tuple[str, int], int]:
+    """What each line held at ``t`` (the first profile's clock), all processes added up.
+
+    A process that was at its own peak then (within 1% or 1 MiB, the core's tolerance for
+    ``live_at_peak_bytes``) contributes its lines' ``live_at_peak_bytes``, which the core
+    took at that moment. Any other process that was running contributes its per-line
+    timelines read at ``t``; their points are taken at aggregator ticks, so a change less than
+    a tick before ``t`` may not be in them yet."""
+    held: dict[tuple[str, int], int] = {}
+    for profile, offset in zip(profiles, offsets):
+        local = t - offset + 1e-6  # t came from this very sum: undo its float rounding
+        points = profile.timeline or []
+        if not points or local < points[0][0] or local > points[-1][0]:
+            continue
+        peak = profile.peak_bytes or 0
+        at_own_peak = peak > 0 and _value_at(points, local) >= peak - max(0.01 * peak, 1 << 20)
+        for filename, line in profile.lines():
+            if at_own_peak:
+                value = line.live_at_peak_bytes or 0
+            elif line.timeline:
+                value = int(_value_at(line.timeline, local))
+            else:
+                continue
+            if value:
+                key = (filename, line.lineno)
+                held[key] = held.get(key, 0) + value
+    return held

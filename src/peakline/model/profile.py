@@ -327,10 +327,16 @@ class LineRecord(_Record, _CategoryTimes, _Usage):
     gpu_alloc_bytes: int | None = None
     gpu_net_bytes: int | None = None
     gpu_live_at_peak_bytes: int | None = None
+    # Merged profiles: what the line held, all processes together, at the tree's peak.
+    live_at_tree_peak_bytes: int | None = None
+    # Of net_bytes, what was allocated while importing a module (never scored as a leak).
+    import_net_bytes: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("lineno", _count), *_category_fields(), _Field("samples", _count),
-               *_MEMORY_FIELDS, _optional("timeline", _timeline),
+               *_MEMORY_FIELDS, _optional("live_at_tree_peak_bytes", _int),
+               _optional("import_net_bytes", _int),
+               _optional("timeline", _timeline),
                _optional("leak_likelihood", _fraction), _optional("leak_rate_bytes_s", _signed),
                _optional("copy_bytes", _count), _optional("copy_mb_s", _seconds),
                *_GPU_LINE_FIELDS, _optional("processes", _count))
@@ -493,6 +499,9 @@ class Memory(_Record):
     not_sampled_events: int = 0
     unattributed_alloc_bytes: int = 0
     staged_events: int = 0
+    start_monotonic_s: float | None = None
+    blas_buffer_bytes: int | None = None
+    blas_buffer_maps: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("sampling_interval_bytes", _count),
@@ -501,7 +510,9 @@ class Memory(_Record):
                _Field("growth_rate_bytes_s", _signed),
                *(_Field(n, _count) for n in ("alloc_samples", "free_samples", "copy_samples",
                                              "not_sampled_events", "unattributed_alloc_bytes")),
-               _Field("staged_events", _count, required=False))
+               _Field("staged_events", _count, required=False),
+               _optional("start_monotonic_s", _seconds),
+               _optional("blas_buffer_bytes", _count), _optional("blas_buffer_maps", _count))
 
 
 def _one_of(*choices: str) -> Checker:
@@ -579,6 +590,8 @@ class ProcessRecord(_Record):
     elapsed_s: float | None = None
     exit_code: int | None = None
     peak_bytes: int | None = None
+    peak_time_s: float | None = None
+    start_offset_s: float | None = None
     cpu_s: float | None = None
     not_merged_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -588,7 +601,8 @@ class ProcessRecord(_Record):
                _optional("started_at", _nullable(_utc_timestamp)),
                _optional("elapsed_s", _nullable(_seconds)), _optional("exit_code", _nullable(_int)),
                _optional("peak_bytes", _nullable(_int)), _optional("cpu_s", _nullable(_seconds)),
-               _optional("not_merged_reason", _nullable(_str)))
+               _optional("not_merged_reason", _nullable(_str)),
+               _optional("peak_time_s", _seconds), _optional("start_offset_s", _signed))
 
 
 def _files_checker(value: Any, where: str) -> dict[str, FileRecord]:
@@ -626,6 +640,9 @@ class Profile(_Record):
     phases: list[PhaseRecord] | None = None
     processes: list[ProcessRecord] | None = None
     peak_bytes_sum: int | None = None
+    tree_peak_bytes: int | None = None
+    tree_peak_time_s: float | None = None
+    tree_timeline: list | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (
@@ -644,7 +661,8 @@ class Profile(_Record):
                required=False),
         _Field("processes", _list_of(ProcessRecord._from_json),
                lambda rs: [r.to_dict() for r in rs], required=False),
-        _optional("peak_bytes_sum", _int),
+        _optional("peak_bytes_sum", _int), _optional("tree_peak_bytes", _int),
+        _optional("tree_peak_time_s", _seconds), _optional("tree_timeline", _timeline),
         _Field("gpu", Gpu._from_json, lambda g: g.to_dict(), required=False),
     )
 

@@ -27,7 +27,8 @@ from peakline.model.leaks import LEAK_REPORT_THRESHOLD
 from peakline.model.profile import Profile
 from peakline.reporters._filters import (DEFAULT_CPU_PERCENT_THRESHOLD,
                                          DEFAULT_MALLOC_THRESHOLD_BYTES, ReportFilter)
-from peakline.reporters._highlights import HOT_PERCENT, peak_holders, possible_leaks
+from peakline.reporters._highlights import (HOT_PERCENT, blas_buffer_note, peak_basis,
+                                            peak_holders, possible_leaks)
 from peakline.reporters._source import read_source
 
 _TEMPLATE_FILES = ("report.html", "report.css", "charts.js", "report.js")
@@ -71,7 +72,10 @@ def page_data(profile: Profile, rules: ReportFilter) -> dict[str, Any]:
         "sources": sources,
         "sourceErrors": source_errors,
         "activeLines": active,
-        "peakHolders": [[h.filename, h.line.lineno, h.share] for h in peak_holders(profile)],
+        "peakHolders": [[h.filename, h.line.lineno, h.share, h.held_bytes]
+                        for h in peak_holders(profile)],
+        "peakBasis": _basis(profile),
+        "blasNote": " \u00b7 ".join(blas_buffer_note(profile) or []),
         "leaks": [[f, line.lineno] for f, line in possible_leaks(profile)],
         "settings": {
             "version": __version__,
@@ -82,6 +86,14 @@ def page_data(profile: Profile, rules: ReportFilter) -> dict[str, Any]:
             "mallocThresholdBytes": rules.malloc_threshold_bytes,
         },
     }
+
+
+def _basis(profile: Profile) -> dict | None:
+    basis = peak_basis(profile)
+    if basis is None:
+        return None
+    return {"kind": basis.kind, "bytes": basis.peak_bytes, "time_s": basis.time_s,
+            "title": basis.title, "field": basis.field}
 
 
 def render(profile: Profile, stream: TextIO, *, reduced: bool = False,

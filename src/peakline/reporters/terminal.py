@@ -40,7 +40,8 @@ from peakline.reporters._filters import (DEFAULT_CPU_PERCENT_THRESHOLD,
                                          DEFAULT_MALLOC_THRESHOLD_BYTES, ReportFilter)
 from peakline.reporters._format import (compact_bytes, human_bytes, human_rate, mb_per_s,
                                         python_share, resample_max, sparkline)
-from peakline.reporters._highlights import HOT_PERCENT, peak_holders, possible_leaks
+from peakline.reporters._highlights import (HOT_PERCENT, blas_buffer_note, peak_basis,
+                                            peak_holders, possible_leaks)
 from peakline.reporters._source import read_source
 from peakline.reporters._text import duration, percent, printable, short_s
 
@@ -109,8 +110,13 @@ def _phases_and_processes(view: _View) -> None:
                 parts.append(f"peak {human_bytes(r.peak_bytes)}")
             view.emit_parts(parts)
         if p.peak_bytes_sum is not None:
-            view.emit_parts([f"sum of the processes' peaks {human_bytes(p.peak_bytes_sum)} "
-                             f"(an upper bound of their combined memory)"])
+            parts = []
+            if p.tree_peak_bytes is not None:
+                parts.append(f"measured peak of the process tree {human_bytes(p.tree_peak_bytes)}"
+                             f" at {p.tree_peak_time_s or 0:.2f} s")
+            parts.append(f"sum of the processes' own peaks {human_bytes(p.peak_bytes_sum)} "
+                         f"(the most they could hold together)")
+            view.emit_parts(parts)
 
 
 # ---- columns ------------------------------------------------------------------------------
@@ -282,18 +288,38 @@ class _View:
     def memory_line(self) -> None:
         p, m = self.profile, self.profile.memory
         cells = max(10, min(48, self.width // 3))
-        spark = sparkline(resample_max(p.timeline or [], 0.0, p.elapsed_s, cells),
+        basis = peak_basis(p)
+        tree = basis is not None and basis.kind == "tree"
+        series = p.tree_timeline if tree else p.timeline
+        spark = sparkline(resample_max(series or [], 0.0, p.elapsed_s, cells),
                           blocks=self.g.spark, zero=self.g.spark[0])
-        peak_at = f" at {m.peak_time_s:.2f} s" if m is not None else ""
-        parts = [f"memory {spark}" if spark else "memory",
-                 f"peak {human_bytes(p.peak_bytes or 0)}{peak_at}"]
-        if p.peak_rss_bytes is not None:
-            parts.append(f"peak RSS {human_bytes(p.peak_rss_bytes)}")
-        if m is not None:
-            parts.append(f"growth {human_rate(m.growth_rate_bytes_s)}")
-            parts.append(f"{human_bytes(m.live_end_bytes)} live at end")
-            parts.append(f"sampled every {human_bytes(m.sampling_interval_bytes)}")
+        parts = [f"memory {spark}" if spark else "memory"]
+        if basis is not None and basis.kind != "process":
+            # A merged profile: say which process(es) each figure covers.
+            if tree:
+                parts.append(f"peak of the process tree {human_bytes(basis.peak_bytes)} at "
+                             f"{basis.time_s or 0:.2f} s (all processes together)")
+            parts.append(f"largest single-process peak {human_bytes(p.peak_bytes or 0)}")
+            parts.append(f"sum of the processes' peaks {human_bytes(p.peak_bytes_sum or 0)}")
+            if p.peak_rss_bytes is not None:
+                parts.append(f"largest peak RSS {human_bytes(p.peak_rss_bytes)}")
+            if m is not None:
+                parts.append(f"parent: growth {human_rate(m.growth_rate_bytes_s)}, "
+                             f"{human_bytes(m.live_end_bytes)} live at end")
+                parts.append(f"sampled every {human_bytes(m.sampling_interval_bytes)}")
+        else:
+            peak_at = f" at {m.peak_time_s:.2f} s" if m is not None else ""
+            parts.append(f"peak {human_bytes(p.peak_bytes or 0)}{peak_at}")
+            if p.peak_rss_bytes is not None:
+                parts.append(f"peak RSS {human_bytes(p.peak_rss_bytes)}")
+            if m is not None:
+                parts.append(f"growth {human_rate(m.growth_rate_bytes_s)}")
+                parts.append(f"{human_bytes(m.live_end_bytes)} live at end")
+                parts.append(f"sampled every {human_bytes(m.sampling_interval_bytes)}")
         self.emit_parts(parts)
+        note = blas_buffer_note(p)
+        if note:
+            self.emit_parts(note)
 
     # -- memory highlights ------------------------------------------------------------------
 
@@ -303,16 +329,24 @@ class _View:
         p = self.profile
         holders = peak_holders(p)
         if holders:
-            when = f" at {p.memory.peak_time_s:.2f} s" if p.memory is not None else ""
+            basis = peak_basis(p)
+            when = f" at {basis.time_s:.2f} s" if basis.time_s is not None else ""
             self.emit()
-            self.emit(f"Lines holding memory at the peak ({human_bytes(p.peak_bytes or 0)}"
-                      f"{when})", _BOLD)
+            if basis.kind == "tree":
+                title = (f"Lines holding memory at the peak of the process tree "
+                         f"({human_bytes(basis.peak_bytes)}{when}, all processes together)")
+            elif basis.kind == "each_process":
+                title = (f"Lines holding memory at their process's own peak (summed over "
+                         f"processes; % of the sum of the peaks, {human_bytes(basis.peak_bytes)})")
+            else:
+                title = f"Lines holding memory at the peak ({human_bytes(basis.peak_bytes)}{when})"
+            self.emit(title, _BOLD)
             places = [self.place(h.filename, h.line.lineno) for h in holders]
             pw = max(map(len, places))
             for held, place in zip(holders, places):
                 text = self.source_text(held.filename, held.line.lineno)
                 self.emit(f"  {self.g.peak} {place:<{pw}} "
-                          f"{human_bytes(held.line.live_at_peak_bytes):>10} "
+                          f"{human_bytes(held.held_bytes):>10} "
                           f"{100 * held.share:3.0f}%  {text}", _BOLD_MAGENTA)
         leaks = possible_leaks(p)
         if leaks:

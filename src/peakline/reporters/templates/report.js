@@ -56,10 +56,22 @@
     fact(facts, "threads", String(P.threads.length));
     if (hasMem) {
       var m = P.memory || {};
-      fact(facts, "peak", PL.fmtBytes(P.peak_bytes) + (m.peak_time_s !== undefined ? " at " + m.peak_time_s.toFixed(2) + " s" : ""), "big").id = "fact-peak";
-      if (P.peak_rss_bytes !== undefined) fact(facts, "peak RSS", PL.fmtBytes(P.peak_rss_bytes));
-      if (m.growth_rate_bytes_s !== undefined) fact(facts, "growth", PL.fmtBytes(m.growth_rate_bytes_s, true) + "/s");
-      if (m.live_end_bytes !== undefined) fact(facts, "live at end", PL.fmtBytes(m.live_end_bytes));
+      var basis = data.peakBasis || { kind: "process" };
+      if (basis.kind === "process") {
+        fact(facts, "peak", PL.fmtBytes(P.peak_bytes) + (m.peak_time_s !== undefined ? " at " + m.peak_time_s.toFixed(2) + " s" : ""), "big").id = "fact-peak";
+        if (P.peak_rss_bytes !== undefined) fact(facts, "peak RSS", PL.fmtBytes(P.peak_rss_bytes));
+      } else {
+        /* merged processes: every figure says which process(es) it covers */
+        if (basis.kind === "tree") fact(facts, "peak of the process tree", PL.fmtBytes(basis.bytes) + " at " + basis.time_s.toFixed(2) + " s (all processes together)", "big").id = "fact-peak";
+        var largest = fact(facts, "largest single-process peak", PL.fmtBytes(P.peak_bytes), basis.kind === "tree" ? undefined : "big");
+        if (basis.kind !== "tree") largest.id = "fact-peak";
+        if (P.peak_bytes_sum !== undefined) fact(facts, "sum of the processes' peaks", PL.fmtBytes(P.peak_bytes_sum));
+        if (P.peak_rss_bytes !== undefined) fact(facts, "largest peak RSS", PL.fmtBytes(P.peak_rss_bytes));
+      }
+      if (data.blasNote) fact(facts, "BLAS buffers", data.blasNote);
+      var who = basis.kind === "process" ? "" : "parent: ";
+      if (m.growth_rate_bytes_s !== undefined) fact(facts, who + "growth", PL.fmtBytes(m.growth_rate_bytes_s, true) + "/s");
+      if (m.live_end_bytes !== undefined) fact(facts, who + "live at end", PL.fmtBytes(m.live_end_bytes));
       if (m.sampling_interval_bytes) fact(facts, "memory sampled every", PL.fmtBytes(m.sampling_interval_bytes));
     } else {
       fact(facts, "memory", "not profiled (--cpu-only)");
@@ -183,7 +195,7 @@
       pyShareCol("Allocated"),
       bytesCol("Memory", "freed", function (r) { return r.free_bytes; }),
       bytesCol("Memory", "net", function (r) { return r.net_bytes; }, true, "allocated minus freed: what the line still holds at the end"),
-      bytesCol("Memory", "at peak", function (r) { return r.live_at_peak_bytes; }, false, "what the line held when the heap peaked")];
+      bytesCol("Memory", "at peak", function (r) { return r.live_at_peak_bytes; }, false, P.processes && P.processes.length > 1 ? "what the line held at its process's own peak, summed over processes" : "what the line held when the heap peaked")];
     if (lineLevel) {
       cols.push({ label: "timeline", group: "Memory", title: "the line's live bytes over the run (sorts by its maximum)",
                   value: function (r) { return r.timeline && r.timeline.length ? Math.max.apply(null, r.timeline.map(function (p) { return p[1]; })) || null : null; },
@@ -204,17 +216,26 @@
     if (!hasMem) return;
     var sec = document.getElementById("memory");
     sec.hidden = false;
-    PL.timelineChart(document.getElementById("timeline-chart"), P.timeline || [], P.elapsed_s,
-                     P.peak_bytes, (P.memory || {}).peak_time_s || 0);
+    var basis = data.peakBasis || { kind: "process" };
+    if (basis.kind === "tree") {
+      PL.timelineChart(document.getElementById("timeline-chart"), P.tree_timeline || [], P.elapsed_s,
+                       basis.bytes, basis.time_s || 0);
+    } else {
+      PL.timelineChart(document.getElementById("timeline-chart"), P.timeline || [], P.elapsed_s,
+                       P.peak_bytes, (P.memory || {}).peak_time_s || 0);
+    }
     var recs = {};
     fileNames.forEach(function (f) { P.files[f].lines.forEach(function (r) { recs[f + "\u0000" + r.lineno] = r; }); });
     if (data.peakHolders.length) {
       var hs = document.getElementById("peak-holders");
       hs.hidden = false;
-      var rows = data.peakHolders.map(function (h) { return { f: h[0], n: h[1], share: h[2], r: recs[h[0] + "\u0000" + h[1]] }; });
+      hs.querySelector("h2").textContent = "Lines holding memory at " + basis.title + " (" + PL.fmtBytes(basis.bytes) +
+        (basis.time_s !== null && basis.time_s !== undefined ? " at " + basis.time_s.toFixed(2) + " s" : "") +
+        (basis.kind === "tree" ? ", all processes together" : basis.kind === "each_process" ? ": the sum of the processes' peaks" : "") + ")";
+      var rows = data.peakHolders.map(function (h) { return { f: h[0], n: h[1], share: h[2], held: h[3], r: recs[h[0] + "\u0000" + h[1]] }; });
       hs.querySelector(".table-wrap").appendChild(table([
         { label: "line", text: true, value: function (x) { return place(x.f, x.n); }, show: function (x) { return linkTo(x.f, x.n); } },
-        { label: "held at peak", value: function (x) { return x.r.live_at_peak_bytes; }, show: function (x) { return "\u25B2 " + PL.fmtBytes(x.r.live_at_peak_bytes); } },
+        { label: "held at peak", value: function (x) { return x.held; }, show: function (x) { return "\u25B2 " + PL.fmtBytes(x.held); } },
         { label: "% of peak", value: function (x) { return x.share; }, show: function (x) { return (100 * x.share).toFixed(0) + "%"; } },
         { label: "Python %", value: function (x) { return pyShare(x.r); }, show: function (x) { var v = pyShare(x.r); return v === null ? "" : v.toFixed(0) + "%"; } },
         { label: "net", value: function (x) { return x.r.net_bytes; }, show: function (x) { return PL.fmtBytes(x.r.net_bytes, true); } },
