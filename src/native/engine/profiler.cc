@@ -3,6 +3,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -30,14 +31,42 @@ Aggregator* g_session = nullptr;
 Aggregator* g_finished = nullptr;  // the last stopped session, until the next start
 bool g_regions_ready = false;
 
+// The main thread's state while a session runs (its Python stack is read by other threads'
+// samples and events: engine/python_frames.h, ReadOtherThreadStack). Set before sampling is
+// enabled, cleared after the hooks and handlers are idle.
+std::atomic<PyThreadState*> g_main_tstate{nullptr};
+
+PyThreadState* FindThreadState(pid_t tid) {
+  for (PyThreadState* ts = PyInterpreterState_ThreadHead(PyInterpreterState_Main()); ts != nullptr;
+       ts = PyThreadState_Next(ts)) {
+    if (static_cast<pid_t>(ts->native_thread_id) == tid) return ts;
+  }
+  return nullptr;
+}
+
+// A thread other than the main one: appends the main thread's stack as it is now, so that
+// work of a thread without the user's frames is charged to where the main thread is at the
+// moment of the work (the aggregator uses them only then). Returns the frames appended.
+int AppendMainThreadStack(PyThreadState* self, RawFrame* frames, int n, int max_frames) {
+  PyThreadState* main = g_main_tstate.load(std::memory_order_relaxed);
+  if (main == nullptr || main == self || n >= max_frames) return 0;
+  return ReadOtherThreadStack(main, frames + n, max_frames - n).nframes;
+}
+
 // StackCapture for Python threads: async-signal-safe (see python_frames.h).
 void CapturePythonStack(uintptr_t pc, RawFrame* frames, int max_frames, SampleHeader* header) {
+  header->wall_ns = MonotonicNowNs();
   PyThreadState* ts = PyGILState_GetThisThreadState();
   if (ts == nullptr) {
     header->kind = SampleKind::kNoThread;
+    header->nframes = static_cast<uint16_t>(AppendMainThreadStack(ts, frames, 0, max_frames));
     return;
   }
-  const StackRead r = ReadPythonStack(ts, frames, max_frames, /*racy=*/true);
+  // A worker keeps room for the main thread's stack.
+  const int own_max =
+      ts == g_main_tstate.load(std::memory_order_relaxed) ? max_frames : max_frames / 4 * 3;
+  StackRead r = ReadPythonStack(ts, frames, own_max, /*racy=*/true);
+  r.nframes += AppendMainThreadStack(ts, frames, r.nframes, max_frames);
   header->nframes = static_cast<uint16_t>(r.nframes);
   header->invalid_frames = r.invalid;
   if (r.truncated) header->flags |= kFlagTruncated;
@@ -57,10 +86,17 @@ void CapturePythonStack(uintptr_t pc, RawFrame* frames, int max_frames, SampleHe
 }
 
 // MemoryStackCapture: the allocating thread's own stack (same safety argument as above).
+// Another thread's event also carries the main thread's stack (AppendMainThreadStack).
 int CaptureMemoryStack(RawFrame* frames, int max_frames) {
   PyThreadState* ts = PyGILState_GetThisThreadState();
-  if (ts == nullptr) return -1;
-  return ReadPythonStack(ts, frames, max_frames).nframes;
+  int n = 0;
+  if (ts != nullptr) {
+    const int own_max =
+        ts == g_main_tstate.load(std::memory_order_relaxed) ? max_frames : max_frames / 4 * 3;
+    n = ReadPythonStack(ts, frames, own_max).nframes;
+  }
+  n += AppendMainThreadStack(ts, frames, n, max_frames);
+  return ts == nullptr && n == 0 ? -1 : n;
 }
 
 bool g_memory_on = false;
@@ -138,6 +174,7 @@ std::string StartProfiler(const ProfilerConfig& config) {
   if (g_finished != nullptr && !g_finished->busy()) delete g_finished;
   g_finished = nullptr;
   g_session = new Aggregator(ac);
+  g_main_tstate.store(FindThreadState(config.main_tid), std::memory_order_relaxed);
   InstallCodeDeallocHook(BeforeCodeFreed);
   g_memory_on = config.memory;
   if (config.memory) {
@@ -150,6 +187,7 @@ std::string StartProfiler(const ProfilerConfig& config) {
     if (!hooks::StartMemoryHooks(mc, CaptureMemoryStack, reinterpret_cast<const void*>(&StartProfiler),
                                  &error)) {
       UninstallCodeDeallocHook();
+      g_main_tstate.store(nullptr, std::memory_order_relaxed);
       delete g_session;
       g_session = nullptr;
       return "cannot install the memory hooks: " + error;
@@ -172,6 +210,7 @@ std::string StopProfiler() {
   Py_BEGIN_ALLOW_THREADS
   g_session->StopThread();
   Py_END_ALLOW_THREADS
+  g_main_tstate.store(nullptr, std::memory_order_relaxed);
   g_session->Drain(/*measure_wait=*/true);
   UninstallCodeDeallocHook();
   g_finished = g_session;
@@ -181,8 +220,17 @@ std::string StopProfiler() {
 
 bool ProfilerActive() { return g_session != nullptr; }
 
+void ThreadStarted() {
+  if (g_session != nullptr) g_session->ThreadStarted(CurrentTid());
+}
+
+void ThreadFinishing() {
+  if (g_session != nullptr) g_session->ThreadFinishing(CurrentTid());
+}
+
 void ResetAfterForkInChild() {
   SetCpuSamplingEnabled(false);
+  g_main_tstate.store(nullptr, std::memory_order_relaxed);
   ResetCpuHandlersAfterFork();
   if (g_session == nullptr) return;
   if (g_memory_on) {
@@ -290,6 +338,7 @@ Snapshot CollectProfile() {
                 {"timer_errors", s.timer_errors},
                 {"skipped_ticks", s.skipped_ticks},
                 {"deferred_code_frees", s.deferred_code_frees},
+                {"finished_threads", s.finished_threads},
                 {"cpu_interval_ns", g_finished->config().cpu_interval_ns},
                 {"tick_interval_ns", g_finished->config().tick_ns},
                 // The session's time zero on CLOCK_MONOTONIC: every *_ns time above and the

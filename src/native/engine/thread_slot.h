@@ -32,7 +32,10 @@ struct ThreadSlot {
     last_cpu_ns = 0;
     last_system_ns = -1;
     armed = false;
-    wait_last_wall_ns = wait_last_cpu_ns = cpu_ns = wait_ns = 0;
+    wait_last_wall_ns = wait_last_cpu_ns = cpu_ns = wait_ns = base_cpu_ns = 0;
+    has_last_stack = false;
+    last_stack = 0;
+    last_native = false;
   }
 
   pid_t tid = 0;
@@ -53,6 +56,12 @@ struct ThreadSlot {
   int64_t wait_last_cpu_ns = 0;
   int64_t cpu_ns = 0;          // sampled CPU time drained so far
   int64_t wait_ns = 0;         // off-CPU time measured so far
+  // The thread's CPU clock that the first sample's delta counts from (0 for a thread born in
+  // the session): base_cpu_ns + cpu_ns is the clock at the last drained sample.
+  int64_t base_cpu_ns = 0;
+  bool has_last_stack = false;  // last_stack: the stack the last drained sample was charged to
+  uint32_t last_stack = 0;
+  bool last_native = false;
 };
 
 }  // namespace peakline::engine
