@@ -60,10 +60,12 @@ def test_totals_add_up(cpu_split):
     assert 1.5 <= sampled <= cpu_split["elapsed_s"] * 1.05
 
 
-@pytest.mark.parametrize("mode", ["python", "native"])
+@pytest.mark.parametrize("mode", ["python", "native", "short"])
 def test_threads_are_sampled_by_their_own_cpu_time(tmp_path, mode):
     """Three threads doing 4:2:1 units of work: the profiler's per-function CPU matches each
-    thread's own measured CPU time (time.thread_time) and the 4:2:1 split."""
+    thread's own measured CPU time (time.thread_time) and the 4:2:1 split. "short": ten
+    rounds of three new threads of ~48, 24 and 12 ms — a thread's CPU counts from its birth
+    to its end, not from the next tick to its last sample."""
     truth_file = tmp_path / "truth.json"
     res = run_peakline(["--no-report", str(PROGRAMS / "threads_421.py"), mode, str(truth_file)],
                        tmp_path)
@@ -86,3 +88,32 @@ def test_threads_are_sampled_by_their_own_cpu_time(tmp_path, mode):
             measured, truth)
     names = {t["name"] for t in profile["threads"]}
     assert {"weight4", "weight2", "weight1", "MainThread"} <= names
+
+
+@pytest.mark.parametrize("n, iterations", [(400, 30_000), (100, 150_000), (40, 400_000),
+                                           (10, 1_500_000)])
+def test_short_lived_threads_cpu_is_counted(tmp_path, n, iterations):
+    """Thread-per-task: N threads in sequence, each from ~0.7 ms to ~40 ms of CPU. The CPU on
+    the program's lines matches the process CPU time of the loop (time.process_time, which
+    counts every thread), within 30 ms + 10%: what is not seen is the main thread's time
+    after its last sample and each thread's few microseconds after it reports its end."""
+    path = PROGRAMS / "threads_lifetime.py"
+    truth_file = tmp_path / "truth.json"
+    res = run_peakline(["--no-report", "--cpu-only", str(path), str(n), str(iterations),
+                        str(truth_file)], tmp_path)
+    assert res.returncode == 0, res.stderr
+    truth = json.loads(truth_file.read_text())["loop_cpu_s"]
+    profile = res.profile()
+    lines = profile["files"][str(path)]["lines"]
+    measured = sum(cpu_s(rec) for rec in lines)
+    assert measured == pytest.approx(truth, abs=0.03 + 0.1 * truth), (measured, truth)
+    # The work is on the work line when a thread got a sample; a thread that ended before its
+    # first one is charged to where the main thread was then: the line that started it (the
+    # thread ran while start() waited for the GIL) or joined it. Either way CPU, not wait.
+    marks = marked_lines(path)
+    by_line = {rec["lineno"]: cpu_s(rec) for rec in lines}
+    funcs = {f["name"]: cpu_s(f) for f in profile["files"][str(path)]["functions"]}
+    charged = funcs.get("work", 0.0) + by_line.get(marks["start"], 0.0) + by_line.get(marks["join"], 0.0)
+    assert charged >= 0.8 * truth, (by_line, truth)
+    if iterations >= 400_000:  # threads of ~10 ms and more: most of it on the work itself
+        assert funcs.get("work", 0.0) >= 0.6 * truth, (funcs, by_line, truth)
