@@ -117,3 +117,36 @@ def test_short_lived_threads_cpu_is_counted(tmp_path, n, iterations):
     assert charged >= 0.8 * truth, (by_line, truth)
     if iterations >= 400_000:  # threads of ~10 ms and more: most of it on the work itself
         assert funcs.get("work", 0.0) >= 0.6 * truth, (funcs, by_line, truth)
+
+
+def test_wait_inside_a_gil_holding_bytecode_stays_on_its_line(tmp_path):
+    """A BINARY_OP that copies hundreds of MB holds the GIL; the main thread shares its CPU with
+    a busy process, so it waits for the CPU inside that bytecode. The tick that measures wait
+    needs the GIL and gets it only on the next line: the wait must still be charged to the
+    copy line (each sample charges the off-CPU time before it to its own line)."""
+    import os
+    import subprocess
+    import sys
+
+    path = PROGRAMS / "gil_hold_wait.py"
+    cpu = max(os.sched_getaffinity(0))
+    busy = subprocess.Popen([sys.executable, "-c",
+                             f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"])
+    try:
+        truth_file = tmp_path / "truth.json"
+        res = run_peakline(["--no-report", "--cpu-only", str(path), str(cpu), str(truth_file)],
+                           tmp_path)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert res.returncode == 0, res.stderr
+    off = json.loads(truth_file.read_text())["off_cpu_s"]
+    assert off > 0.3, off  # the contention happened
+    profile = res.profile()
+    marks = marked_lines(path)
+    copy_wait = line_record(profile, path, marks["copy"])["wait_s"]
+    trivial = [r for r in profile["files"][str(path)]["lines"] if r["lineno"] == marks["trivial"]]
+    trivial_wait = trivial[0]["wait_s"] if trivial else 0.0
+    # What is left for the next line: the time from the copy's last sample to the tick.
+    assert copy_wait >= 0.7 * off, (copy_wait, trivial_wait, off)
+    assert trivial_wait <= 0.15 * off, (copy_wait, trivial_wait, off)
