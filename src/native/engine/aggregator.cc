@@ -302,8 +302,7 @@ ThreadSlot* Aggregator::Register(pid_t tid, bool python) {
     }
   }
   slot->base_cpu_ns = slot->last_cpu_ns;
-  slot->wait_last_cpu_ns = cpu;
-  slot->wait_last_wall_ns = MonotonicNowNs();
+  slot->wait.Reset(MonotonicNowNs(), cpu);
   // Random first expiry in (0, interval]: threads started together are not sampled in
   // lock-step with each other or with periodic work (xorshift; no libc rand state).
   seed_ ^= seed_ << 13;
@@ -334,9 +333,7 @@ void Aggregator::Retire(ThreadSlot* slot) {
 void Aggregator::MeasureWait(ThreadSlot* slot, PyThreadState* ts, int64_t now_ns) {
   const int64_t cpu = ThreadCpuTimeNs(slot->tid);
   if (cpu < 0) return;
-  const int64_t off = (now_ns - slot->wait_last_wall_ns) - (cpu - slot->wait_last_cpu_ns);
-  slot->wait_last_wall_ns = now_ns;
-  slot->wait_last_cpu_ns = cpu;
+  const int64_t off = slot->wait.Observe(now_ns, cpu);
   if (off <= 0) return;
   RawFrame frames[kMaxFrames];
   const StackRead r = ReadPythonStack(ts, frames, kMaxFrames);
@@ -384,12 +381,8 @@ void Aggregator::ProcessSample(ThreadSlot* slot, const SampleHeader& header,
   // sample: the thread was waiting (for a CPU, the GIL, I/O) to run the line it is on now.
   // Charged here rather than at the next tick, which may find the thread on a later line: a
   // bytecode that holds the GIL keeps the tick out until the thread has moved on.
-  if (header.kind != SampleKind::kNoThread && header.wall_ns > slot->wait_last_wall_ns) {
-    const int64_t cpu_at = slot->base_cpu_ns + slot->cpu_ns;
-    const int64_t off =
-        (header.wall_ns - slot->wait_last_wall_ns) - (cpu_at - slot->wait_last_cpu_ns);
-    slot->wait_last_wall_ns = header.wall_ns;
-    slot->wait_last_cpu_ns = cpu_at;
+  if (header.kind != SampleKind::kNoThread && header.wall_ns > 0) {
+    const int64_t off = slot->wait.Observe(header.wall_ns, slot->base_cpu_ns + slot->cpu_ns);
     if (off > 0) {  // the thread's own stack: wait is never stitched
       profile::StackCounters& w = table_.Stack(slot->tid, ids->data(), ids->size());
       w.wait_ns += off;
