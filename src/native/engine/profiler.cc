@@ -11,6 +11,7 @@
 #include "engine/aggregator.h"
 #include "engine/code_regions.h"
 #include "engine/cpu_signal_handler.h"
+#include "engine/main_stack_cache.h"
 #include "engine/python_frames.h"
 #include "engine/thread_cpu_timer.h"
 #include "hooks/allocation_hooks.h"
@@ -44,13 +45,28 @@ PyThreadState* FindThreadState(pid_t tid) {
   return nullptr;
 }
 
-// A thread other than the main one: appends the main thread's stack as it is now, so that
-// work of a thread without the user's frames is charged to where the main thread is at the
-// moment of the work (the aggregator uses them only then). Returns the frames appended.
+pid_t g_main_tid = 0;
+MainStackCache g_main_stack;
+
+int ReadMainStack(void* ts, RawFrame* out, int max) {
+  return ReadOtherThreadStack(static_cast<PyThreadState*>(ts), out, max).nframes;
+}
+int64_t MainCpuNs(void*) { return ThreadCpuTimeNs(g_main_tid); }
+
+// How many frames a thread's own stack may take, leaving the main thread's part.
+int OwnBudget(PyThreadState* ts, int max_frames) {
+  return ts == g_main_tstate.load(std::memory_order_relaxed) ? max_frames
+                                                              : max_frames - MainStackCache::kFrames;
+}
+
+// A thread other than the main one: appends the main thread's stack as it is now (within
+// MainStackCache's bounds), so that work of a thread without the user's frames is charged to
+// where the main thread is at the moment of the work (the aggregator uses them only then).
+// Returns the frames appended.
 int AppendMainThreadStack(PyThreadState* self, RawFrame* frames, int n, int max_frames) {
   PyThreadState* main = g_main_tstate.load(std::memory_order_relaxed);
   if (main == nullptr || main == self || n >= max_frames) return 0;
-  return ReadOtherThreadStack(main, frames + n, max_frames - n).nframes;
+  return g_main_stack.Get(MonotonicNowNs(), frames + n, max_frames - n);
 }
 
 // StackCapture for Python threads: async-signal-safe (see python_frames.h).
@@ -63,9 +79,7 @@ void CapturePythonStack(uintptr_t pc, RawFrame* frames, int max_frames, SampleHe
     return;
   }
   // A worker keeps room for the main thread's stack.
-  const int own_max =
-      ts == g_main_tstate.load(std::memory_order_relaxed) ? max_frames : max_frames / 4 * 3;
-  StackRead r = ReadPythonStack(ts, frames, own_max, /*racy=*/true);
+  StackRead r = ReadPythonStack(ts, frames, OwnBudget(ts, max_frames), /*racy=*/true);
   r.nframes += AppendMainThreadStack(ts, frames, r.nframes, max_frames);
   header->nframes = static_cast<uint16_t>(r.nframes);
   header->invalid_frames = r.invalid;
@@ -90,11 +104,7 @@ void CapturePythonStack(uintptr_t pc, RawFrame* frames, int max_frames, SampleHe
 int CaptureMemoryStack(RawFrame* frames, int max_frames) {
   PyThreadState* ts = PyGILState_GetThisThreadState();
   int n = 0;
-  if (ts != nullptr) {
-    const int own_max =
-        ts == g_main_tstate.load(std::memory_order_relaxed) ? max_frames : max_frames / 4 * 3;
-    n = ReadPythonStack(ts, frames, own_max).nframes;
-  }
+  if (ts != nullptr) n = ReadPythonStack(ts, frames, OwnBudget(ts, max_frames)).nframes;
   n += AppendMainThreadStack(ts, frames, n, max_frames);
   return ts == nullptr && n == 0 ? -1 : n;
 }
@@ -174,7 +184,10 @@ std::string StartProfiler(const ProfilerConfig& config) {
   if (g_finished != nullptr && !g_finished->busy()) delete g_finished;
   g_finished = nullptr;
   g_session = new Aggregator(ac);
-  g_main_tstate.store(FindThreadState(config.main_tid), std::memory_order_relaxed);
+  g_main_tid = config.main_tid;
+  PyThreadState* main_ts = FindThreadState(config.main_tid);
+  g_main_stack.Reset(ReadMainStack, MainCpuNs, main_ts);
+  g_main_tstate.store(main_ts, std::memory_order_relaxed);
   InstallCodeDeallocHook(BeforeCodeFreed);
   g_memory_on = config.memory;
   if (config.memory) {
@@ -339,6 +352,7 @@ Snapshot CollectProfile() {
                 {"skipped_ticks", s.skipped_ticks},
                 {"deferred_code_frees", s.deferred_code_frees},
                 {"finished_threads", s.finished_threads},
+                {"main_stack_readings", static_cast<int64_t>(g_main_stack.readings())},
                 {"cpu_interval_ns", g_finished->config().cpu_interval_ns},
                 {"tick_interval_ns", g_finished->config().tick_ns},
                 // The session's time zero on CLOCK_MONOTONIC: every *_ns time above and the
