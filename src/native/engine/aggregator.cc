@@ -462,37 +462,42 @@ void Aggregator::ThreadStarted(pid_t tid) {
 
 void Aggregator::ThreadFinishing(pid_t tid) {
   if (stopped_ || busy_) return;
-  auto it = slots_.find(tid);
-  if (it == slots_.end()) return;
   OwnerScope owner(this);
-  ThreadSlot* slot = it->second;
   // No sample after this point: the signal stays blocked for the rest of this thread's life
   // (a few hundred instructions of threading's bookkeeping; a pending one dies with it).
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, config_.signo);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  if (slot->armed) {
-    timer_delete(slot->timer);
-    slot->armed = false;
+  // A thread that announced its start has a slot. One without (its start came while another
+  // operation was suspended, and no tick has seen it since) was born in the session through
+  // the same wrapper: all of its CPU is the session's.
+  auto it = slots_.find(tid);
+  ThreadSlot* slot = it == slots_.end() ? nullptr : it->second;
+  if (slot != nullptr) {
+    if (slot->armed) {
+      timer_delete(slot->timer);
+      slot->armed = false;
+    }
+    DrainRing(slot);
   }
-  DrainRing(slot);
   // The CPU since the last sample — all of it for a thread that never got one — goes to the
   // stack of its last sample, else to its stack now (threading's frames: stitched to where the
-  // main thread is, typically the line that joins it).
+  // main thread is, typically the line that starts or joins it).
   const int64_t cpu = ThreadCpuTimeNs(tid);
-  const int64_t rest = cpu - slot->base_cpu_ns - slot->cpu_ns;
+  const int64_t rest = slot != nullptr ? cpu - slot->base_cpu_ns - slot->cpu_ns : cpu;
   if (cpu >= 0 && rest > 0) {
     rusage ru;
     int64_t system = 0;
-    if (getrusage(RUSAGE_THREAD, &ru) == 0 && slot->last_system_ns >= 0) {
+    const int64_t last_system = slot != nullptr ? slot->last_system_ns : 0;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0 && last_system >= 0) {
       system = static_cast<int64_t>(ru.ru_stime.tv_sec) * 1'000'000'000 +
-               static_cast<int64_t>(ru.ru_stime.tv_usec) * 1000 - slot->last_system_ns;
+               static_cast<int64_t>(ru.ru_stime.tv_usec) * 1000 - last_system;
       system = system < 0 ? 0 : (system > rest ? rest : system);
     }
     uint32_t index;
-    bool native = slot->last_native;
-    if (slot->has_last_stack) {
+    bool native = slot != nullptr && slot->last_native;
+    if (slot != nullptr && slot->has_last_stack) {
       index = slot->last_stack;
     } else {
       RawFrame frames[kMaxFrames];
@@ -509,11 +514,15 @@ void Aggregator::ThreadFinishing(pid_t tid) {
     profile::StackCounters& c = table_.counters(index);
     (native ? c.cpu_native_ns : c.cpu_python_ns) += rest - system;
     c.cpu_system_ns += system;
-    slot->cpu_ns += rest;
     ++stats_.finished_threads;
+    if (slot != nullptr) {
+      slot->cpu_ns += rest;
+    } else {
+      retired_.push_back(ThreadSummary{tid, true, rest, 0});
+    }
   }
   finished_tids_.insert(tid);
-  Retire(slot);
+  if (slot != nullptr) Retire(slot);
 }
 
 void Aggregator::DrainAll() {
