@@ -150,3 +150,20 @@ def test_wait_inside_a_gil_holding_bytecode_stays_on_its_line(tmp_path):
     # What is left for the next line: the time from the copy's last sample to the tick.
     assert copy_wait >= 0.7 * off, (copy_wait, trivial_wait, off)
     assert trivial_wait <= 0.15 * off, (copy_wait, trivial_wait, off)
+
+
+def test_cpu_of_a_thread_without_user_frames_goes_to_where_the_main_thread_was(tmp_path):
+    """Workers running only library code (builtin sum) have their CPU stitched under the main
+    thread's stack as it was when each sample was taken — the start/join lines — not as it is
+    at the tick that drains them (often the sleep that follows)."""
+    path = PROGRAMS / "library_worker.py"
+    truth_file = tmp_path / "truth.json"
+    res = run_peakline(["--no-report", "--cpu-only", str(path), str(truth_file)], tmp_path)
+    assert res.returncode == 0, res.stderr
+    truth = json.loads(truth_file.read_text())["loop_cpu_s"]
+    profile = res.profile()
+    marks = marked_lines(path)
+    by_line = {rec["lineno"]: cpu_s(rec) for rec in profile["files"][str(path)]["lines"]}
+    waited_on = by_line.get(marks["start"], 0.0) + by_line.get(marks["join"], 0.0)
+    assert waited_on == pytest.approx(truth, abs=0.03 + 0.1 * truth), (by_line, truth)
+    assert by_line.get(marks["sleep"], 0.0) <= 0.02 + 0.02 * truth, (by_line, truth)
