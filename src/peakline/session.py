@@ -118,13 +118,20 @@ def call_opcode_table() -> bytes:
 class _ThreadNames:
     """Remembers each thread's name by native id, also for threads that end before the
     profile is built: Thread.start is wrapped for the session (behaviour unchanged: the
-    wrapper calls the original and then reads the started thread's id and name)."""
+    wrapper calls the original and then reads the started thread's id and name).
+
+    It also tells the core when a thread begins and ends: Thread._bootstrap_inner, which
+    runs the thread's whole life on the thread itself, is wrapped so that the thread's CPU
+    timer runs from its first instruction and the CPU after its last sample is counted
+    (engine/profiler.h, ThreadStarted / ThreadFinishing). A thread shorter than the sampling
+    interval would otherwise be missing from the profile."""
 
     def __init__(self) -> None:
         self.names: dict[int, str] = {}
         self._original = None
+        self._original_inner = None
 
-    def install(self) -> None:
+    def install(self, core=None) -> None:
         original = threading.Thread.start
         names = self.names
 
@@ -136,11 +143,27 @@ class _ThreadNames:
 
         self._original = original
         threading.Thread.start = start  # type: ignore[method-assign]
+        inner = getattr(threading.Thread, "_bootstrap_inner", None)
+        if core is not None and inner is not None:
+            started, finishing = core.thread_started, core.thread_finishing
+
+            def _bootstrap_inner(thread):
+                started()
+                try:
+                    inner(thread)
+                finally:
+                    finishing()
+
+            self._original_inner = inner
+            threading.Thread._bootstrap_inner = _bootstrap_inner  # type: ignore[attr-defined]
 
     def uninstall(self) -> None:
         if self._original is not None:
             threading.Thread.start = self._original  # type: ignore[method-assign]
             self._original = None
+        if self._original_inner is not None:
+            threading.Thread._bootstrap_inner = self._original_inner  # type: ignore[attr-defined]
+            self._original_inner = None
 
     def snapshot(self) -> dict[int, str]:
         live = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
@@ -242,7 +265,7 @@ class Session:
         interval_ns = int(round(self.options.cpu_sampling_interval_s * 1e9))
         self._started_wall = time.time()
         self._started_mono = time.perf_counter()
-        self._thread_names.install()
+        self._thread_names.install(core)
         try:
             core.start(interval_ns, int(TICK_INTERVAL_S * 1e9), self.options.sample_native_threads,
                        threading.main_thread().native_id or 0, call_opcode_table(),

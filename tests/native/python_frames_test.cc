@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <thread>
 
 #include <string>
 #include <utility>
@@ -20,6 +22,8 @@ namespace {
 // Both reading modes must see the same stack; the racy one (the CPU signal handler's) copies
 // every frame through process_vm_readv. Set by the racy_agrees assertion below.
 int g_racy_disagreements = 0;
+// The same for the other-thread reader, used here on the calling thread's own state.
+int g_foreign_disagreements = 0;
 
 PyObject* Capture(PyObject*, PyObject* arg) {
   const long max = PyLong_AsLong(arg);
@@ -35,6 +39,18 @@ PyObject* Capture(PyObject*, PyObject* arg) {
     agree = racy_frames[i].code == frames[i].code && racy_frames[i].lasti == frames[i].lasti;
   }
   if (!agree) ++g_racy_disagreements;
+  RawFrame foreign_frames[kMaxFrames];
+  const StackRead foreign =
+      ReadOtherThreadStack(PyThreadState_Get(), foreign_frames, static_cast<int>(max));
+  bool foreign_agrees = foreign.nframes == r.nframes && foreign.invalid == r.invalid &&
+                        foreign.truncated == r.truncated;
+  for (int i = 0; foreign_agrees && i < r.nframes; ++i) {
+    foreign_agrees = foreign_frames[i].code == frames[i].code &&
+                     foreign_frames[i].lasti == frames[i].lasti &&
+                     foreign_frames[i].reserved == kForeignFrame &&
+                     ForeignCodeLooksAlive(foreign_frames[i]);
+  }
+  if (!foreign_agrees) ++g_foreign_disagreements;
   const char* problem = SelfCheckFrameLayout();
   PyObject* list = PyList_New(0);
   PyFrameObject* frame = PyThreadState_GetFrame(PyThreadState_Get());  // new reference
@@ -64,6 +80,25 @@ PyObject* Capture(PyObject*, PyObject* arg) {
 }
 
 PyMethodDef g_capture_def = {"capture", Capture, METH_O, nullptr};
+
+// from_thread() -> number of frames another (non-Python) thread reads from the caller's
+// stack while the caller waits for it, or -1 if they differ from the caller's own reading.
+PyObject* FromThread(PyObject*, PyObject*) {
+  PyThreadState* ts = PyThreadState_Get();
+  RawFrame own[kMaxFrames];
+  const StackRead r = ReadPythonStack(ts, own, kMaxFrames);
+  RawFrame other[kMaxFrames];
+  StackRead o;
+  std::thread reader([&] { o = ReadOtherThreadStack(ts, other, kMaxFrames); });
+  reader.join();
+  if (o.nframes != r.nframes || o.invalid != 0) return PyLong_FromLong(-1);
+  for (int i = 0; i < r.nframes; ++i) {
+    if (other[i].code != own[i].code || other[i].lasti != own[i].lasti) return PyLong_FromLong(-1);
+  }
+  return PyLong_FromLong(r.nframes);
+}
+
+PyMethodDef g_from_thread_def = {"from_thread", FromThread, METH_NOARGS, nullptr};
 
 // Line numbers below are referred to by the tests; keep them in sync.
 constexpr const char* kProgram = R"PY(import dis
@@ -106,6 +141,9 @@ class PythonFramesTest : public testing::Test {
     globals_ = PyModule_GetDict(main_);      // borrowed
     PyObject* fn = PyCFunction_New(&g_capture_def, nullptr);
     PyDict_SetItemString(globals_, "capture", fn);
+    Py_DECREF(fn);
+    fn = PyCFunction_New(&g_from_thread_def, nullptr);
+    PyDict_SetItemString(globals_, "from_thread", fn);
     Py_DECREF(fn);
     PyObject* res = PyRun_String(kProgram, Py_file_input, globals_, globals_);
     if (res == nullptr) PyErr_Print();
@@ -272,6 +310,71 @@ TEST_F(PythonFramesTest, DeepRecursion) {
 TEST_F(PythonFramesTest, RacyReadingAgreesWithDirectReading) {
   // Every capture() above read the stack both ways.
   EXPECT_EQ(g_racy_disagreements, 0);
+  EXPECT_EQ(g_foreign_disagreements, 0);
+}
+
+TEST_F(PythonFramesTest, AnotherThreadReadsAWaitingThreadsStack) {
+  // The main thread is in a C call (as when it waits for a worker): a thread with no Python
+  // state reads the same frames.
+  PyObject* res = PyRun_String("def a():\n    return b()\ndef b():\n    return from_thread()\n"
+                               "from_thread_n = a()\n",
+                               Py_file_input, globals_, globals_);
+  ASSERT_NE(res, nullptr);
+  Py_DECREF(res);
+  PyObject* n = PyDict_GetItemString(globals_, "from_thread_n");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(PyLong_AsLong(n), 3);  // b, a, <module>
+}
+
+TEST_F(PythonFramesTest, AnotherThreadReadsARunningThreadSafely) {
+  // A thread reads the main thread's stack over and over while the main thread pushes and
+  // pops frames (and code objects come and go): no fault, and every frame it reports either
+  // resolves to a live code object or is refused by ForeignCodeLooksAlive.
+  PyThreadState* ts = PyThreadState_Get();
+  std::atomic<bool> stop{false};
+  std::atomic<long> reads{0}, frames_seen{0}, bad{0};
+  std::thread reader([&] {
+    RawFrame frames[kMaxFrames];
+    while (!stop.load()) {
+      const StackRead r = ReadOtherThreadStack(ts, frames, kMaxFrames);
+      reads.fetch_add(1);
+      frames_seen.fetch_add(r.nframes);
+      for (int i = 0; i < r.nframes; ++i) {
+        if (frames[i].reserved != kForeignFrame || frames[i].code == nullptr) bad.fetch_add(1);
+      }
+    }
+  });
+  PyObject* res = PyRun_String(
+      "def churn(k):\n"
+      "    if k == 0:\n"
+      "        return sum(range(50))\n"
+      "    return churn(k - 1)\n"
+      "for i in range(3000):\n"
+      "    churn(i % 30)\n"
+      "    exec(compile('def f_%d():\\n    return 1\\nf_%d()' % (i, i), '<gen>', 'exec'), {})\n",
+      Py_file_input, globals_, globals_);
+  stop.store(true);
+  reader.join();
+  ASSERT_NE(res, nullptr);
+  Py_DECREF(res);
+  EXPECT_GT(reads.load(), 10);
+  EXPECT_GT(frames_seen.load(), 0);
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST_F(PythonFramesTest, ForeignCodeCheckRefusesWhatIsNotALiveCodeObject) {
+  PyObject* code = CodeOf("inner");
+  ASSERT_NE(code, nullptr);
+  EXPECT_TRUE(ForeignCodeLooksAlive(RawFrame{code, 0, kForeignFrame}));
+  EXPECT_TRUE(ForeignCodeLooksAlive(RawFrame{code, -1, kForeignFrame}));
+  EXPECT_FALSE(ForeignCodeLooksAlive(RawFrame{code, static_cast<int32_t>(Py_SIZE(code)), 1}));
+  EXPECT_FALSE(ForeignCodeLooksAlive(RawFrame{code, -2, kForeignFrame}));
+  EXPECT_FALSE(ForeignCodeLooksAlive(RawFrame{Py_None, 0, kForeignFrame}));
+  EXPECT_FALSE(ForeignCodeLooksAlive(RawFrame{reinterpret_cast<void*>(uintptr_t{0xe5}), 0, 1}));
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  munmap(page, 4096);
+  EXPECT_FALSE(ForeignCodeLooksAlive(RawFrame{page, 0, kForeignFrame}));
 }
 
 // The slot the reader starts from: what a signal sees as the innermost frame.
@@ -330,9 +433,12 @@ TEST_F(PythonFramesTest, GarbageCurrentFrameIsDroppedNotFollowed) {
     *slot = garbage;
     RawFrame frames[kMaxFrames];
     const StackRead r = ReadPythonStack(ts, frames, kMaxFrames, /*racy=*/true);
+    const StackRead o = ReadOtherThreadStack(ts, frames, kMaxFrames);
     *slot = saved;
     EXPECT_EQ(r.nframes, 0) << garbage;
     EXPECT_GT(r.invalid, 0) << garbage;
+    EXPECT_EQ(o.nframes, 0) << garbage;
+    EXPECT_GT(o.invalid, 0) << garbage;
   }
   // Directly: a garbage code pointer is rejected before it is dereferenced.
   *slot = junk[0];

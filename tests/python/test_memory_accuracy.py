@@ -184,3 +184,30 @@ def test_allocation_storm_with_the_gil_held_loses_no_event(tmp_path):
     assert abs(loads["net_bytes"]) < 0.03 * alloc(loads), loads["net_bytes"] / MiB
     assert alloc(drop) < 0.05 * alloc(loads)
     assert loads["leak_likelihood"] < 0.5, loads
+
+
+@pytest.fixture(scope="module")
+def libburst_dir(tmp_path_factory):
+    """Builds tests/programs/native_ext/burst.c, a plain C library, with the system compiler."""
+    import subprocess
+
+    out = tmp_path_factory.mktemp("burst")
+    src = PROGRAMS / "native_ext" / "burst.c"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", str(src), "-o", str(out / "libburst.so"),
+                    "-lpthread"], check=True, capture_output=True, timeout=120)
+    return out
+
+
+def test_native_thread_allocations_go_to_the_line_the_main_thread_is_on(tmp_path, libburst_dir):
+    """A C pthread with no Python stack allocates 960 MiB in bursts shorter than a tick, each
+    while the main thread waits in the ctypes call that started it; the next line sleeps.
+    Every byte belongs to the call's line (8 MiB blocks are sampled with p = 1 - e^-16)."""
+    path = PROGRAMS / "native_thread_burst.py"
+    res = run_peakline(["--no-report", str(path), str(libburst_dir)], tmp_path)
+    assert res.returncode == 0, res.stderr
+    profile = res.profile()
+    marks = marked_lines(path)
+    burst = line_record(profile, path, marks["burst"])
+    assert burst["alloc_native_bytes"] == pytest.approx(960 * MiB, rel=0.02), burst
+    sleep = [r for r in profile["files"][str(path)]["lines"] if r["lineno"] == marks["sleep"]]
+    assert not sleep or alloc(sleep[0]) < 8 * MiB, sleep

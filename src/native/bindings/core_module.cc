@@ -135,6 +135,10 @@ NB_MODULE(_core, m) {
         nb::arg("torch_probe") = nb::none());
   m.def("stop", &Stop);
   m.def("active", &peakline::engine::ProfilerActive);
+  m.def("thread_started", &peakline::engine::ThreadStarted,
+        "Called by a new Python thread first thing (engine/profiler.h).");
+  m.def("thread_finishing", &peakline::engine::ThreadFinishing,
+        "Called by a Python thread last thing (engine/profiler.h).");
   m.def("collect", &Collect);
   m.def("reset_after_fork", &peakline::engine::ResetAfterForkInChild);
   m.def("watch_signal", &WatchSignal, nb::arg("signo"),

@@ -1,6 +1,9 @@
 #include "engine/aggregator.h"
 
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -99,7 +102,9 @@ Aggregator::Aggregator(const AggregatorConfig& config)
   if (config_.memory) {
     memory_ = std::make_unique<MemoryAggregator>(
         &table_, &resolver_, &reported_, config_.start_ns,
-        [this](pid_t tid, std::vector<uint32_t>* ids) { StitchToMain(tid, ids); });
+        [this](pid_t tid, std::vector<uint32_t>* ids, const RawFrame* main_frames, int n_main) {
+          StitchToMain(tid, ids, main_frames, n_main);
+        });
   }
   if (config_.gpu) {
     std::string why;
@@ -212,6 +217,9 @@ void Aggregator::Tick(bool measure_wait, bool scan_native) {
   ++stats_.ticks;
   RegisterPythonThreads();
   main_stack_valid_ = false;
+  // Samples first: each charges the off-CPU time before it to its own line (ProcessSample),
+  // and the tick charges only what came after the last of them to the current line.
+  for (auto& [tid, slot] : slots_) DrainRing(slot);
   const int64_t now = MonotonicNowNs();
   if (measure_wait) {
     for (auto& [tid, slot] : slots_) {
@@ -219,7 +227,6 @@ void Aggregator::Tick(bool measure_wait, bool scan_native) {
       if (it != tstates_.end()) MeasureWait(slot, it->second, now);
     }
   }
-  for (auto& [tid, slot] : slots_) DrainRing(slot);
   if (memory_) {
     memory_->Drain();
     memory_->OnTick(now);
@@ -242,6 +249,7 @@ void Aggregator::RegisterPythonThreads() {
     const auto tid = static_cast<pid_t>(ts->native_thread_id);
     if (tid == 0 || tid == own_tid_) continue;
     tstates_[tid] = ts;
+    if (finished_tids_.count(tid)) continue;
     auto it = slots_.find(tid);
     ThreadSlot* slot = it == slots_.end() ? Register(tid, true) : it->second;
     if (slot != nullptr) slot->python = true;
@@ -255,12 +263,18 @@ void Aggregator::RegisterPythonThreads() {
     if (ThreadCpuTimeNs(tid) < 0) gone.push_back(slot);
   }
   for (ThreadSlot* slot : gone) Retire(slot);
+  // A finished thread is forgotten once it is gone (its id may then be reused).
+  for (auto it = finished_tids_.begin(); it != finished_tids_.end();) {
+    it = !tstates_.count(*it) && ThreadCpuTimeNs(*it) < 0 ? finished_tids_.erase(it) : std::next(it);
+  }
 }
 
 void Aggregator::ScanNativeThreads(const std::unordered_set<pid_t>& alive) {
   if (alive.empty()) return;  // /proc unreadable (a process always has a thread): change nothing
   for (pid_t tid : alive) {
-    if (tid != own_tid_ && !slots_.count(tid) && !IsGpuPoller(tid)) Register(tid, false);
+    if (tid != own_tid_ && !slots_.count(tid) && !IsGpuPoller(tid) && !finished_tids_.count(tid)) {
+      Register(tid, false);
+    }
   }
   std::vector<ThreadSlot*> gone;
   for (auto& [tid, slot] : slots_) {
@@ -287,8 +301,8 @@ ThreadSlot* Aggregator::Register(pid_t tid, bool python) {
       slot->last_system_ns = 0;
     }
   }
-  slot->wait_last_cpu_ns = cpu;
-  slot->wait_last_wall_ns = MonotonicNowNs();
+  slot->base_cpu_ns = slot->last_cpu_ns;
+  slot->wait.Reset(MonotonicNowNs(), cpu);
   // Random first expiry in (0, interval]: threads started together are not sampled in
   // lock-step with each other or with periodic work (xorshift; no libc rand state).
   seed_ ^= seed_ << 13;
@@ -319,9 +333,7 @@ void Aggregator::Retire(ThreadSlot* slot) {
 void Aggregator::MeasureWait(ThreadSlot* slot, PyThreadState* ts, int64_t now_ns) {
   const int64_t cpu = ThreadCpuTimeNs(slot->tid);
   if (cpu < 0) return;
-  const int64_t off = (now_ns - slot->wait_last_wall_ns) - (cpu - slot->wait_last_cpu_ns);
-  slot->wait_last_wall_ns = now_ns;
-  slot->wait_last_cpu_ns = cpu;
+  const int64_t off = slot->wait.Observe(now_ns, cpu);
   if (off <= 0) return;
   RawFrame frames[kMaxFrames];
   const StackRead r = ReadPythonStack(ts, frames, kMaxFrames);
@@ -358,10 +370,30 @@ void Aggregator::ProcessSample(ThreadSlot* slot, const SampleHeader& header,
   ++stats_.cpu_samples;
   stats_.invalid_frames += header.invalid_frames;
   if (header.flags & kFlagTruncated) ++stats_.truncated_stacks;
+  // The thread's own frames, then (another thread's sample) the main thread's.
+  int n_own = 0;
+  while (n_own < header.nframes && frames[n_own].reserved != kForeignFrame) ++n_own;
+  if (header.kind == SampleKind::kNoThread) n_own = 0;
   std::vector<uint32_t>* ids = &scratch_ids_;
-  ResolveFrames(frames, header.kind == SampleKind::kNoThread ? 0 : header.nframes, ids);
-  StitchToMain(slot->tid, ids);
-  profile::StackCounters& c = table_.Stack(slot->tid, ids->data(), ids->size());
+  ResolveFrames(frames, n_own, ids);
+  slot->cpu_ns += header.cpu_delta_ns;
+  // Off-CPU time since the thread's previous observation (a sample or a tick) ends at this
+  // sample: the thread was waiting (for a CPU, the GIL, I/O) to run the line it is on now.
+  // Charged here rather than at the next tick, which may find the thread on a later line: a
+  // bytecode that holds the GIL keeps the tick out until the thread has moved on.
+  if (header.kind != SampleKind::kNoThread && header.wall_ns > 0) {
+    const int64_t off = slot->wait.Observe(header.wall_ns, slot->base_cpu_ns + slot->cpu_ns);
+    if (off > 0) {  // the thread's own stack: wait is never stitched
+      profile::StackCounters& w = table_.Stack(slot->tid, ids->data(), ids->size());
+      w.wait_ns += off;
+      ++w.wait_samples;
+      slot->wait_ns += off;
+      ++stats_.wait_samples;
+    }
+  }
+  StitchToMain(slot->tid, ids, frames + n_own, header.nframes - n_own);
+  const uint32_t index = table_.StackIndex(slot->tid, ids->data(), ids->size());
+  profile::StackCounters& c = table_.counters(index);
   const int64_t rest = header.cpu_delta_ns - header.system_delta_ns;
   if (header.kind == SampleKind::kPython) {
     c.cpu_python_ns += rest;
@@ -370,7 +402,9 @@ void Aggregator::ProcessSample(ThreadSlot* slot, const SampleHeader& header,
   }
   c.cpu_system_ns += header.system_delta_ns;
   ++c.cpu_samples;
-  slot->cpu_ns += header.cpu_delta_ns;
+  slot->has_last_stack = true;
+  slot->last_stack = index;
+  slot->last_native = header.kind != SampleKind::kPython;
 }
 
 void Aggregator::MainThreadStack(std::vector<uint32_t>* out) {
@@ -387,7 +421,8 @@ void Aggregator::MainThreadStack(std::vector<uint32_t>* out) {
 void Aggregator::ResolveFrames(const RawFrame* frames, int n, std::vector<uint32_t>* out) {
   out->clear();
   for (int i = 0; i < n; ++i) {
-    if (resolver_.IsDead(frames[i].code)) {
+    if (resolver_.IsDead(frames[i].code) ||
+        (frames[i].reserved == kForeignFrame && !ForeignCodeLooksAlive(frames[i]))) {
       ++stats_.invalid_frames;
       continue;
     }
@@ -396,17 +431,98 @@ void Aggregator::ResolveFrames(const RawFrame* frames, int n, std::vector<uint32
   }
 }
 
-void Aggregator::StitchToMain(pid_t tid, std::vector<uint32_t>* ids) {
+void Aggregator::StitchToMain(pid_t tid, std::vector<uint32_t>* ids, const RawFrame* main_frames,
+                              int n_main) {
   if (tid == config_.main_tid || reported_.AnyReported(*ids)) return;
-  // The samples drained now were taken since the previous tick, so the main thread's stack
-  // as of that tick is the one to use: a worker's last samples are drained after the main
-  // thread has stopped waiting for it and moved on.
+  if (n_main > 0) {  // where the main thread was when the work happened
+    ResolveFrames(main_frames, n_main, &main_ids_);
+    if (!main_ids_.empty()) {
+      ids->insert(ids->end(), main_ids_.begin(), main_ids_.end());
+      return;
+    }
+  }
+  // Not known (the main thread's stack could not be read then): its stack as of the previous
+  // tick, as the work was done since then.
   if (!stitch_stack_valid_) {
     MainThreadStack(&main_stack_);
     stitch_stack_ = main_stack_;
     stitch_stack_valid_ = true;
   }
   ids->insert(ids->end(), stitch_stack_.begin(), stitch_stack_.end());
+}
+
+void Aggregator::ThreadStarted(pid_t tid) {
+  if (stopped_ || busy_) return;
+  OwnerScope owner(this);
+  finished_tids_.erase(tid);
+  auto it = slots_.find(tid);
+  if (it != slots_.end()) Retire(it->second);  // an earlier thread with this id, not yet retired
+  Register(tid, /*python=*/true);
+}
+
+void Aggregator::ThreadFinishing(pid_t tid) {
+  if (stopped_ || busy_) return;
+  OwnerScope owner(this);
+  // No sample after this point: the signal stays blocked for the rest of this thread's life
+  // (a few hundred instructions of threading's bookkeeping; a pending one dies with it).
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, config_.signo);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // A thread that announced its start has a slot. One without (its start came while another
+  // operation was suspended, and no tick has seen it since) was born in the session through
+  // the same wrapper: all of its CPU is the session's.
+  auto it = slots_.find(tid);
+  ThreadSlot* slot = it == slots_.end() ? nullptr : it->second;
+  if (slot != nullptr) {
+    if (slot->armed) {
+      timer_delete(slot->timer);
+      slot->armed = false;
+    }
+    DrainRing(slot);
+  }
+  // The CPU since the last sample — all of it for a thread that never got one — goes to the
+  // stack of its last sample, else to its stack now (threading's frames: stitched to where the
+  // main thread is, typically the line that starts or joins it).
+  const int64_t cpu = ThreadCpuTimeNs(tid);
+  const int64_t rest = slot != nullptr ? cpu - slot->base_cpu_ns - slot->cpu_ns : cpu;
+  if (cpu >= 0 && rest > 0) {
+    rusage ru;
+    int64_t system = 0;
+    const int64_t last_system = slot != nullptr ? slot->last_system_ns : 0;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0 && last_system >= 0) {
+      system = static_cast<int64_t>(ru.ru_stime.tv_sec) * 1'000'000'000 +
+               static_cast<int64_t>(ru.ru_stime.tv_usec) * 1000 - last_system;
+      system = system < 0 ? 0 : (system > rest ? rest : system);
+    }
+    uint32_t index;
+    bool native = slot != nullptr && slot->last_native;
+    if (slot != nullptr && slot->has_last_stack) {
+      index = slot->last_stack;
+    } else {
+      RawFrame frames[kMaxFrames];
+      const StackRead r = ReadPythonStack(PyThreadState_Get(), frames, kMaxFrames);
+      ResolveFrames(frames, r.nframes, &scratch_ids_);
+      if (!reported_.AnyReported(scratch_ids_)) {
+        main_stack_valid_ = false;  // the main thread's stack now (GIL held: it cannot move)
+        MainThreadStack(&main_stack_);
+        scratch_ids_.insert(scratch_ids_.end(), main_stack_.begin(), main_stack_.end());
+      }
+      index = table_.StackIndex(tid, scratch_ids_.data(), scratch_ids_.size());
+      native = false;
+    }
+    profile::StackCounters& c = table_.counters(index);
+    (native ? c.cpu_native_ns : c.cpu_python_ns) += rest - system;
+    c.cpu_system_ns += system;
+    ++stats_.finished_threads;
+    if (slot != nullptr) {
+      slot->cpu_ns += rest;
+    } else {
+      retired_.push_back(ThreadSummary{tid, true, rest, 0});
+    }
+  }
+  finished_tids_.insert(tid);
+  if (slot != nullptr) Retire(slot);
 }
 
 void Aggregator::DrainAll() {

@@ -77,6 +77,7 @@ struct AggregatorStats {
   int64_t timer_errors = 0;
   int64_t skipped_ticks = 0;          // the tick found another operation suspended in Python
   int64_t deferred_code_frees = 0;    // code objects freed while an operation was suspended
+  int64_t finished_threads = 0;       // threads whose CPU after their last sample was added
 };
 
 struct ThreadSummary {
@@ -106,6 +107,11 @@ class Aggregator {
   const AggregatorConfig& config() const { return config_; }
   std::vector<ThreadSummary> Threads() const;
   int64_t DroppedSamples() const;
+
+  // GIL held, on thread tid itself (profiler.h, ThreadStarted / ThreadFinishing). Skipped
+  // while another operation is suspended (the tick then registers the thread as before).
+  void ThreadStarted(pid_t tid);
+  void ThreadFinishing(pid_t tid);
 
   // GIL held, from the code-object deallocation hook. Keeps the object (returns true): the
   // operation that owns the aggregator — this call, or one suspended in a Python callback —
@@ -151,8 +157,11 @@ class Aggregator {
   void MainThreadStack(std::vector<uint32_t>* out);
   void ResolveFrames(const RawFrame* frames, int n, std::vector<uint32_t>* out);
   // Work of a thread other than the main one, with no reported frame on its stack, is
-  // charged to the main thread's current stack: appended to `ids` as its callers.
-  void StitchToMain(pid_t tid, std::vector<uint32_t>* ids);
+  // charged to the main thread's stack: appended to `ids` as its callers. main_frames: the
+  // main thread's stack read when the work happened (kForeignFrame frames); without them,
+  // its stack at the previous tick.
+  void StitchToMain(pid_t tid, std::vector<uint32_t>* ids, const RawFrame* main_frames,
+                    int n_main);
 
   const AggregatorConfig config_;
   profile::StackTable table_;
@@ -169,9 +178,13 @@ class Aggregator {
   int64_t start_ticks_ = 0;                  // session start, clock ticks since boot
   bool initial_threads_registered_ = false;  // later registrations are of new threads
   std::unordered_set<pid_t> initial_tids_;   // the threads alive at the session's start
+  // Threads that reported their end (ThreadFinishing) and may still be alive for a moment:
+  // not registered again (a new slot would count their CPU from birth a second time).
+  std::unordered_set<pid_t> finished_tids_;
   uint64_t seed_ = 0x2545F4914F6CDD1DULL;
 
   std::vector<uint32_t> scratch_ids_;
+  std::vector<uint32_t> main_ids_;
   std::vector<uint32_t> main_stack_;
   bool main_stack_valid_ = false;
   std::vector<uint32_t> stitch_stack_;  // the main thread's stack at the previous tick

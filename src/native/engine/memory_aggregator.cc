@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "engine/python_frames.h"
 #include "hooks/allocation_hooks.h"
 
 namespace peakline::engine {
@@ -12,8 +13,7 @@ constexpr size_t kMaxLinePoints = 64;
 }  // namespace
 
 MemoryAggregator::MemoryAggregator(profile::StackTable* table, CodeResolver* resolver,
-                                   ReportedFiles* reported, int64_t start_ns,
-                                   std::function<void(pid_t, std::vector<uint32_t>*)> stitch)
+                                   ReportedFiles* reported, int64_t start_ns, Stitch stitch)
     : table_(table), resolver_(resolver), reported_(reported), stitch_(std::move(stitch)),
       start_ns_(start_ns) {
   timeline_.push_back(TimePoint{0, 0});
@@ -71,7 +71,10 @@ void MemoryAggregator::Process(const memory::MemoryEvent& ev, const RawFrame* fr
       return;
   }
   ids_.clear();
-  for (int i = 0; i < ev.nframes; ++i) {
+  // The thread's own frames, then (another thread's event) the main thread's at that moment.
+  int n_own = 0;
+  while (n_own < ev.nframes && frames[n_own].reserved != kForeignFrame) ++n_own;
+  for (int i = 0; i < n_own; ++i) {
     if (resolver_->IsDead(frames[i].code)) {
       ++invalid_events_;
       continue;
@@ -79,7 +82,7 @@ void MemoryAggregator::Process(const memory::MemoryEvent& ev, const RawFrame* fr
     ids_.push_back(resolver_->Resolve(const_cast<PyObject*>(static_cast<const PyObject*>(frames[i].code)),
                                       frames[i].lasti));
   }
-  if (stitch_) stitch_(ev.tid, &ids_);
+  if (stitch_) stitch_(ev.tid, &ids_, frames + n_own, ev.nframes - n_own);
   const uint32_t stack = table_->StackIndex(ev.tid, ids_.data(), ids_.size());
   profile::StackCounters& c = table_->counters(stack);
   if (ev.type == memory::MemoryEventType::kCopy) {

@@ -48,10 +48,13 @@ struct LineMemory {
 class MemoryAggregator {
  public:
   // stitch: for an event of thread tid whose stack (frame ids, leaf first) has no reported
-  // frame, appends the main thread's current stack (see Aggregator::StitchToMain).
+  // frame, appends the main thread's stack at the time of the event (main_frames, the
+  // event's kForeignFrame frames) or, when that is unknown, at the previous tick (see
+  // Aggregator::StitchToMain).
+  using Stitch = std::function<void(pid_t tid, std::vector<uint32_t>* ids,
+                                    const RawFrame* main_frames, int n_main)>;
   MemoryAggregator(profile::StackTable* table, CodeResolver* resolver, ReportedFiles* reported,
-                   int64_t start_ns,
-                   std::function<void(pid_t tid, std::vector<uint32_t>*)> stitch);
+                   int64_t start_ns, Stitch stitch);
 
   // GIL held, after the hooks started: starts the thread that stages the hooks' ring while
   // the GIL is held elsewhere (engine/event_stager.h). StopStaging joins it (GIL released or
@@ -102,7 +105,7 @@ class MemoryAggregator {
   profile::StackTable* table_;
   CodeResolver* resolver_;
   ReportedFiles* reported_;
-  std::function<void(pid_t, std::vector<uint32_t>*)> stitch_;
+  Stitch stitch_;
   const int64_t start_ns_;
   uint64_t peak_epoch_ = 1;
   int64_t peak_events_ = 0;

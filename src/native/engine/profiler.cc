@@ -3,6 +3,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "engine/aggregator.h"
 #include "engine/code_regions.h"
 #include "engine/cpu_signal_handler.h"
+#include "engine/main_stack_cache.h"
 #include "engine/python_frames.h"
 #include "engine/thread_cpu_timer.h"
 #include "hooks/allocation_hooks.h"
@@ -30,14 +32,55 @@ Aggregator* g_session = nullptr;
 Aggregator* g_finished = nullptr;  // the last stopped session, until the next start
 bool g_regions_ready = false;
 
+// The main thread's state while a session runs (its Python stack is read by other threads'
+// samples and events: engine/python_frames.h, ReadOtherThreadStack). Set before sampling is
+// enabled, cleared after the hooks and handlers are idle.
+std::atomic<PyThreadState*> g_main_tstate{nullptr};
+
+PyThreadState* FindThreadState(pid_t tid) {
+  for (PyThreadState* ts = PyInterpreterState_ThreadHead(PyInterpreterState_Main()); ts != nullptr;
+       ts = PyThreadState_Next(ts)) {
+    if (static_cast<pid_t>(ts->native_thread_id) == tid) return ts;
+  }
+  return nullptr;
+}
+
+pid_t g_main_tid = 0;
+MainStackCache g_main_stack;
+
+int ReadMainStack(void* ts, RawFrame* out, int max) {
+  return ReadOtherThreadStack(static_cast<PyThreadState*>(ts), out, max).nframes;
+}
+int64_t MainCpuNs(void*) { return ThreadCpuTimeNs(g_main_tid); }
+
+// How many frames a thread's own stack may take, leaving the main thread's part.
+int OwnBudget(PyThreadState* ts, int max_frames) {
+  return ts == g_main_tstate.load(std::memory_order_relaxed) ? max_frames
+                                                              : max_frames - MainStackCache::kFrames;
+}
+
+// A thread other than the main one: appends the main thread's stack as it is now (within
+// MainStackCache's bounds), so that work of a thread without the user's frames is charged to
+// where the main thread is at the moment of the work (the aggregator uses them only then).
+// Returns the frames appended.
+int AppendMainThreadStack(PyThreadState* self, RawFrame* frames, int n, int max_frames) {
+  PyThreadState* main = g_main_tstate.load(std::memory_order_relaxed);
+  if (main == nullptr || main == self || n >= max_frames) return 0;
+  return g_main_stack.Get(MonotonicNowNs(), frames + n, max_frames - n);
+}
+
 // StackCapture for Python threads: async-signal-safe (see python_frames.h).
 void CapturePythonStack(uintptr_t pc, RawFrame* frames, int max_frames, SampleHeader* header) {
+  header->wall_ns = MonotonicNowNs();
   PyThreadState* ts = PyGILState_GetThisThreadState();
   if (ts == nullptr) {
     header->kind = SampleKind::kNoThread;
+    header->nframes = static_cast<uint16_t>(AppendMainThreadStack(ts, frames, 0, max_frames));
     return;
   }
-  const StackRead r = ReadPythonStack(ts, frames, max_frames, /*racy=*/true);
+  // A worker keeps room for the main thread's stack.
+  StackRead r = ReadPythonStack(ts, frames, OwnBudget(ts, max_frames), /*racy=*/true);
+  r.nframes += AppendMainThreadStack(ts, frames, r.nframes, max_frames);
   header->nframes = static_cast<uint16_t>(r.nframes);
   header->invalid_frames = r.invalid;
   if (r.truncated) header->flags |= kFlagTruncated;
@@ -57,10 +100,13 @@ void CapturePythonStack(uintptr_t pc, RawFrame* frames, int max_frames, SampleHe
 }
 
 // MemoryStackCapture: the allocating thread's own stack (same safety argument as above).
+// Another thread's event also carries the main thread's stack (AppendMainThreadStack).
 int CaptureMemoryStack(RawFrame* frames, int max_frames) {
   PyThreadState* ts = PyGILState_GetThisThreadState();
-  if (ts == nullptr) return -1;
-  return ReadPythonStack(ts, frames, max_frames).nframes;
+  int n = 0;
+  if (ts != nullptr) n = ReadPythonStack(ts, frames, OwnBudget(ts, max_frames)).nframes;
+  n += AppendMainThreadStack(ts, frames, n, max_frames);
+  return ts == nullptr && n == 0 ? -1 : n;
 }
 
 bool g_memory_on = false;
@@ -138,6 +184,10 @@ std::string StartProfiler(const ProfilerConfig& config) {
   if (g_finished != nullptr && !g_finished->busy()) delete g_finished;
   g_finished = nullptr;
   g_session = new Aggregator(ac);
+  g_main_tid = config.main_tid;
+  PyThreadState* main_ts = FindThreadState(config.main_tid);
+  g_main_stack.Reset(ReadMainStack, MainCpuNs, main_ts);
+  g_main_tstate.store(main_ts, std::memory_order_relaxed);
   InstallCodeDeallocHook(BeforeCodeFreed);
   g_memory_on = config.memory;
   if (config.memory) {
@@ -150,6 +200,7 @@ std::string StartProfiler(const ProfilerConfig& config) {
     if (!hooks::StartMemoryHooks(mc, CaptureMemoryStack, reinterpret_cast<const void*>(&StartProfiler),
                                  &error)) {
       UninstallCodeDeallocHook();
+      g_main_tstate.store(nullptr, std::memory_order_relaxed);
       delete g_session;
       g_session = nullptr;
       return "cannot install the memory hooks: " + error;
@@ -172,6 +223,7 @@ std::string StopProfiler() {
   Py_BEGIN_ALLOW_THREADS
   g_session->StopThread();
   Py_END_ALLOW_THREADS
+  g_main_tstate.store(nullptr, std::memory_order_relaxed);
   g_session->Drain(/*measure_wait=*/true);
   UninstallCodeDeallocHook();
   g_finished = g_session;
@@ -181,8 +233,17 @@ std::string StopProfiler() {
 
 bool ProfilerActive() { return g_session != nullptr; }
 
+void ThreadStarted() {
+  if (g_session != nullptr) g_session->ThreadStarted(CurrentTid());
+}
+
+void ThreadFinishing() {
+  if (g_session != nullptr) g_session->ThreadFinishing(CurrentTid());
+}
+
 void ResetAfterForkInChild() {
   SetCpuSamplingEnabled(false);
+  g_main_tstate.store(nullptr, std::memory_order_relaxed);
   ResetCpuHandlersAfterFork();
   if (g_session == nullptr) return;
   if (g_memory_on) {
@@ -292,6 +353,8 @@ Snapshot CollectProfile() {
                 {"timer_errors", s.timer_errors},
                 {"skipped_ticks", s.skipped_ticks},
                 {"deferred_code_frees", s.deferred_code_frees},
+                {"finished_threads", s.finished_threads},
+                {"main_stack_readings", static_cast<int64_t>(g_main_stack.readings())},
                 {"cpu_interval_ns", g_finished->config().cpu_interval_ns},
                 {"tick_interval_ns", g_finished->config().tick_ns},
                 // The session's time zero on CLOCK_MONOTONIC: every *_ns time above and the

@@ -78,6 +78,12 @@ struct Snapshot {
 // Stops sampling and drains everything still queued. Returns "" or a reason.
 [[nodiscard]] std::string StopProfiler();
 bool ProfilerActive();
+// Called by a Python thread itself, GIL held (peakline wraps threading's thread bootstrap):
+// ThreadStarted first thing, so its CPU timer runs from its birth instead of from the next
+// tick; ThreadFinishing last thing, so the CPU it ran after its last sample (all of it, for a
+// thread shorter than the sampling interval) is counted. No-ops when nothing is profiling.
+void ThreadStarted();
+void ThreadFinishing();
 // Fork child only: called first thing after fork (os.register_at_fork(after_in_child=...)),
 // GIL held, the only thread. The parent's session is still in this copy of memory but its
 // aggregator thread and CPU timers are not: forget it (leaked, never destroyed: its

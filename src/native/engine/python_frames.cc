@@ -85,10 +85,53 @@ bool PoppedFrame(PyThreadState* ts, const cpython::InterpreterFrame* f) {
 }
 }  // namespace
 
+namespace {
+enum class ReadMode { kOwn, kOwnRacy, kOtherThread };
+
+// The thread's current frame. For another, running thread: 3.11 and 3.12 keep it in a C-stack
+// record (cframe) that the owner replaces on every entry to the eval loop: copied, not
+// dereferenced. ts->cframe itself is read racily (one aligned word).
+const cpython::InterpreterFrame* CurrentFrameOf(PyThreadState* ts, ReadMode mode) {
+  if (mode != ReadMode::kOtherThread) return cpython::CurrentFrame(ts);
+#if PY_VERSION_HEX >= 0x030D0000
+  return reinterpret_cast<cpython::InterpreterFrame*>(
+      __atomic_load_n(&ts->current_frame, __ATOMIC_RELAXED));
+#else
+  auto* cframe = __atomic_load_n(&ts->cframe, __ATOMIC_RELAXED);
+  if (cframe == nullptr) return nullptr;
+  decltype(cframe->current_frame) current = nullptr;
+  if (!SafeRead(&cframe->current_frame, &current, sizeof(current))) return nullptr;
+  return reinterpret_cast<const cpython::InterpreterFrame*>(current);
+#endif
+}
+
+StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode);
+}  // namespace
+
 StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max, bool racy) {
+  return ReadStack(ts, out, max, racy ? ReadMode::kOwnRacy : ReadMode::kOwn);
+}
+
+StackRead ReadOtherThreadStack(PyThreadState* ts, RawFrame* out, int max) {
+  StackRead r = ReadStack(ts, out, max, ReadMode::kOtherThread);
+  for (int i = 0; i < r.nframes; ++i) out[i].reserved = kForeignFrame;
+  return r;
+}
+
+bool ForeignCodeLooksAlive(const RawFrame& frame) {
+  PyVarObject head;
+  if (!PlausibleObject(frame.code) || !SafeRead(frame.code, &head, sizeof(head))) return false;
+  return head.ob_base.ob_type == &PyCode_Type && head.ob_base.ob_refcnt > 0 &&
+         frame.lasti >= -1 && frame.lasti < head.ob_size;
+}
+
+namespace {
+StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode) {
+  const bool racy = mode != ReadMode::kOwn;
+  const bool always_copy = mode == ReadMode::kOtherThread;
   StackRead r;
   if (ts == nullptr) return r;
-  const cpython::InterpreterFrame* f = cpython::CurrentFrame(ts);
+  const cpython::InterpreterFrame* f = CurrentFrameOf(ts, mode);
   // Deep stacks keep their leaf part and their root part: the root holds the user's line that
   // started it all (an import chain, a framework's dispatch), the leaf what is running now.
   // Frames past the leaf budget go through a small ring that ends up holding the outermost.
@@ -128,7 +171,7 @@ StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max, bool racy) 
       continue;
     }
     const bool copied = unproven;
-    unproven = false;
+    unproven = always_copy;  // another running thread: no frame vouches for the next one
     if (top && lasti >= 0) {
       uint8_t opcode = 0;
       if (!copied) {
@@ -158,6 +201,7 @@ StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max, bool racy) 
   }
   return r;
 }
+}  // namespace
 
 const char* SelfCheckFrameLayout() {
   PyThreadState* ts = PyThreadState_Get();

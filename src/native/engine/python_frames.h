@@ -108,6 +108,26 @@ struct StackRead {
 // that fails before that ends the walk (python_frames.cc).
 StackRead ReadPythonStack(PyThreadState* ts, RawFrame* out, int max, bool racy = false);
 
+// Reads the frames of *another* thread's ts, which may be running (no GIL needed): every
+// frame and every code-object header is copied through process_vm_readv, so a frame popped
+// (even unmapped) under the reader fails instead of faulting, and the walk ends at the first
+// frame that is not sound. Frames are marked kForeignFrame: their code object is not kept
+// alive by anything the reader holds, so the aggregator checks it again before resolving it
+// (ForeignCodeLooksAlive). Async-signal-safe; about two system calls per frame. ts must stay
+// allocated (the main thread's state does, for the life of the interpreter).
+StackRead ReadOtherThreadStack(PyThreadState* ts, RawFrame* out, int max);
+
+// RawFrame::reserved of a frame read by ReadOtherThreadStack.
+inline constexpr int32_t kForeignFrame = 1;
+
+// For a frame read from another thread, at resolution time (GIL held): its code object still
+// reads as a code object whose instructions cover the frame's offset. The capture and the
+// free of that code object can race (the frame was popped and its code freed in the
+// microseconds before the event was queued); a freed object fails this test unless its
+// memory was reused by another code object, which then names a wrong line, never a bad
+// address.
+bool ForeignCodeLooksAlive(const RawFrame& frame);
+
 // Compares ReadPythonStack with the public API on the calling thread (GIL held). Returns
 // nullptr when the mirror agrees, else a static message saying what disagreed.
 const char* SelfCheckFrameLayout();

@@ -9,8 +9,14 @@
 //   18      1     kind             SampleKind
 //   19      1     flags            kFlagTruncated | kFlagNoDelta
 //   20      4     invalid_frames   frames dropped by validation (bad type or instruction)
-//   24      16*n  frames           {const void* code; int32 lasti (code units, -1 = before
-//                                   the first instruction); int32 reserved}
+//   24      8     wall_ns          CLOCK_MONOTONIC when the sample was taken (0: unknown)
+//   32      16*n  frames           {const void* code; int32 lasti (code units, -1 = before
+//                                   the first instruction); int32 reserved (kForeignFrame:
+//                                   read from the main thread, see python_frames.h)}
+//
+// The frames are the thread's own stack, then — for a thread other than the main one — the
+// main thread's stack at that moment (marked kForeignFrame), which the aggregator appends as
+// callers when the thread's own stack has no frame of the user's code.
 #ifndef PEAKLINE_ENGINE_SAMPLE_RECORD_H_
 #define PEAKLINE_ENGINE_SAMPLE_RECORD_H_
 
@@ -40,8 +46,9 @@ struct SampleHeader {
   SampleKind kind;
   uint8_t flags;
   int32_t invalid_frames;
+  int64_t wall_ns = 0;
 };
-static_assert(sizeof(SampleHeader) == 24);
+static_assert(sizeof(SampleHeader) == 32);
 
 inline constexpr int kMaxFrames = 128;
 inline constexpr int kMaxRecordBytes = sizeof(SampleHeader) + kMaxFrames * sizeof(RawFrame);

@@ -21,6 +21,30 @@
 
 namespace peakline::engine {
 
+// Off-CPU time of one thread between observations of it (its own CPU samples and the
+// aggregator's ticks), each a (wall, thread CPU) pair: the wall time between two observations
+// that the thread did not run. Observations may arrive out of order (a sample taken while the
+// tick measured is drained at the next tick): one not later than the last is ignored, its
+// time having been measured already.
+struct WaitMeter {
+  int64_t last_wall_ns = 0;
+  int64_t last_cpu_ns = 0;
+
+  void Reset(int64_t wall_ns, int64_t cpu_ns) {
+    last_wall_ns = wall_ns;
+    last_cpu_ns = cpu_ns;
+  }
+  // Returns the off-CPU time since the previous observation (0 if none), or -1 if this
+  // observation is not later than it.
+  int64_t Observe(int64_t wall_ns, int64_t cpu_ns) {
+    if (wall_ns <= last_wall_ns) return -1;
+    const int64_t off = (wall_ns - last_wall_ns) - (cpu_ns - last_cpu_ns);
+    last_wall_ns = wall_ns;
+    last_cpu_ns = cpu_ns;
+    return off > 0 ? off : 0;
+  }
+};
+
 struct ThreadSlot {
   explicit ThreadSlot(size_t ring_bytes) : ring(ring_bytes) {}
 
@@ -32,7 +56,11 @@ struct ThreadSlot {
     last_cpu_ns = 0;
     last_system_ns = -1;
     armed = false;
-    wait_last_wall_ns = wait_last_cpu_ns = cpu_ns = wait_ns = 0;
+    wait.Reset(0, 0);
+    cpu_ns = wait_ns = base_cpu_ns = 0;
+    has_last_stack = false;
+    last_stack = 0;
+    last_native = false;
   }
 
   pid_t tid = 0;
@@ -49,10 +77,15 @@ struct ThreadSlot {
   // Aggregator-owned.
   timer_t timer{};
   bool armed = false;
-  int64_t wait_last_wall_ns = 0;
-  int64_t wait_last_cpu_ns = 0;
+  WaitMeter wait;
   int64_t cpu_ns = 0;          // sampled CPU time drained so far
   int64_t wait_ns = 0;         // off-CPU time measured so far
+  // The thread's CPU clock that the first sample's delta counts from (0 for a thread born in
+  // the session): base_cpu_ns + cpu_ns is the clock at the last drained sample.
+  int64_t base_cpu_ns = 0;
+  bool has_last_stack = false;  // last_stack: the stack the last drained sample was charged to
+  uint32_t last_stack = 0;
+  bool last_native = false;
 };
 
 }  // namespace peakline::engine
