@@ -270,6 +270,8 @@ def _render(data: dict, args: argparse.Namespace, json_path: pathlib.Path, env) 
             chart_name = _relative(args.chart, args.report.parent)
         else:
             print("[bench] chart not drawn (matplotlib missing?)", file=sys.stderr)
+    elif args.from_json and args.chart.exists():
+        chart_name = _relative(args.chart, args.report.parent)  # the chart of the same data
     report.write(args.report, report.to_markdown(data, chart_name))
     print(f"[bench] wrote {args.report} (raw results: {json_path})", file=sys.stderr)
     return 0

@@ -90,8 +90,8 @@ def _environments_section(data: dict) -> list[str]:
             "program it profiles when torch is importable (5-8 s per run here) and, in its "
             "full mode, starts PyTorch's profiler, which records every Python call: Scalene's "
             "rows here include that cost on workloads that never use torch. The harness now "
-            "installs torch only where a workload imports it; rerun the command below to "
-            "measure that way."]
+            "installs torch only where a workload imports it; `python benchmarks/run_overhead.py "
+            "--publish` measures that way."]
     environments = data["environments"]
     if not environments:
         return []
@@ -181,7 +181,6 @@ def to_markdown(data: dict, chart_name: str | None) -> str:
     lines += ["", "Ratios include each tool's start-up and the writing of its output, as a user "
               "waits for them: on a 2-3 s workload, 50 ms of start-up is about 2%. The "
               "per-workload figures and the load average below show how noisy the run was."]
-    lines += _environments_section(data)
     peakline = summary["per_tool"].get("peakline")
     spreads = {w: _spread(summary["per_workload"][w]["plain"]) for w in workloads}
     known = [v for v in spreads.values() if v is not None]
@@ -202,6 +201,7 @@ def to_markdown(data: dict, chart_name: str | None) -> str:
             lines[-1] += (f" The unprofiled runs of one workload varied by up to "
                           f"{worst_spread:.0%} between repetitions (column *plain spread*), "
                           "so differences smaller than that are noise.")
+    lines += _environments_section(data)
     lines += ["", "### Per workload", "",
               "| Workload | plain (s) | plain spread | " + " | ".join(profilers) + " |",
               "|---|---|---|" + "---|" * len(profilers)]

@@ -205,3 +205,20 @@ def test_report_states_each_rows_environment(monkeypatch):
     assert "| with torch | `benchmarks/.venv-torch` | torch_train; every workload of " \
            "scalene-torchenv | torch 2.13.0, numpy 2.0 |" in text
     assert "Configuration: CPU only (Python / native / system time)" in text
+
+
+def test_publish_regenerates_both_published_reports(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    import run_overhead
+
+    outputs = set()
+    for part in run_overhead.PUBLISH:
+        args = run_overhead.parse_args(part)
+        assert not args.smoke and not args.no_venv and not args.no_chart
+        outputs |= {str(REPO / p) if not pathlib.Path(p).is_absolute() else str(p)
+                    for p in (args.report, args.json, args.chart)}
+    assert outputs == {str(REPO / "docs" / name) for name in (
+        "benchmarks.md", "benchmarks-overhead.json", "benchmarks-overhead.png",
+        "benchmarks-python.md", "benchmarks-python.json", "benchmarks-python.png")}
+    python_tools = run_overhead.parse_args(run_overhead.PUBLISH[1]).tools
+    assert "scalene-full" in python_tools  # no longer left out: it runs without torch
