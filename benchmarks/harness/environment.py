@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 import json
 import os
 import pathlib
@@ -162,8 +163,11 @@ def prepare_venv(venv_dir: pathlib.Path, base_python: str, *, recreate: bool,
         # --no-deps keeps already-installed peers as they are; a fresh venv resolves deps once.
         extra = [] if fresh else ["--no-deps", "--force-reinstall"]
         # Own CMake build folder outside the work tree, so a benchmark build never races a
-        # developer's build/ (nor another checkout's benchmark build).
-        build_dir = pathlib.Path(tempfile.gettempdir()) / "peakline-bench-build" / "{wheel_tag}"
+        # developer's build/; one per checkout, as CMake refuses a build folder configured
+        # for another source tree.
+        checkout = hashlib.sha256(str(REPO_ROOT).encode()).hexdigest()[:12]
+        build_dir = (pathlib.Path(tempfile.gettempdir()) / f"peakline-bench-build-{checkout}"
+                     / "{wheel_tag}")
         _pip(env.python, *extra, f"--config-settings=build-dir={build_dir}", str(REPO_ROOT))
     return env
 

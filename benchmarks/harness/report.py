@@ -114,8 +114,9 @@ def _environments_section(data: dict) -> list[str]:
     labelled = [t for t, info in data["tools"].items() if info.get("environment") == "torch"]
     for name, info in environments.items():
         use = used_for.get(name, [])
-        text = (", ".join(use) if name == "torch" else
-                f"{len(use)} workload{'s' if len(use) != 1 else ''}, accuracy, cost") if use else "-"
+        stages = [stage for stage in ("accuracy", "cost") if data.get(stage)]
+        text = (", ".join(use) if name == "torch" else ", ".join(
+            [f"{len(use)} workload{'s' if len(use) != 1 else ''}", *stages])) if use else "-"
         if name == "torch" and labelled:
             text += ("; " if use else "") + "every workload of " + ", ".join(labelled)
         packages = ", ".join(f"{k} {v}" for k, v in info["packages"].items() if v)

@@ -200,7 +200,7 @@ def test_report_states_each_rows_environment(monkeypatch):
     assert "| scalene | v | run --cpu-only | no torch; torch_train: with torch |" in text
     assert "| scalene-torchenv | v | run --cpu-only (torch installed) | " \
            "**torch installed**, every workload |" in text
-    assert "| without torch | `benchmarks/.venv` | 1 workload, accuracy, cost | numpy 2.0; " \
+    assert "| without torch | `benchmarks/.venv` | 1 workload | numpy 2.0; " \
            "not installed: torch |" in text
     assert "| with torch | `benchmarks/.venv-torch` | torch_train; every workload of " \
            "scalene-torchenv | torch 2.13.0, numpy 2.0 |" in text
