@@ -92,7 +92,14 @@ SMOKE = ("test_json", "test_mmap", "test_tracemalloc")
 KNOWN_FLAKY: dict[str, str] = {}
 
 # Why a test differs under peakline, where that is understood: test-id pattern -> explanation.
-EXPLAINED: dict[str, str] = {}
+EXPLAINED: dict[str, str] = {
+    "test.test_signal.PosixTests.test_keyboard_interrupt_exit_code":
+        "a peakline defect. The test's Python child ends by an uncaught KeyboardInterrupt and "
+        "must then die by SIGINT (status -2). Under peakline the child is profiled too, and its "
+        "profile is written at exit by code that runs exec() (dataclass creation); any exec() "
+        "of a string after the KeyboardInterrupt clears CPython's record of it, so the child "
+        "exits with status 1 instead (`AssertionError: 1 != -2`).",
+}
 
 
 def by_names(names: list[str] | None) -> list[Target]:
