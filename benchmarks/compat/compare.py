@@ -33,9 +33,13 @@ class RunResult:
     stderr_tail: str = ""
     profile_written: bool | None = None  # peakline modes: a readable profile was written
     command: list[str] = dataclasses.field(default_factory=list)
+    slowest: dict[str, float] = dataclasses.field(default_factory=dict)  # 3 slowest tests, s
 
 
-def read_outcomes(path: pathlib.Path, *, timed_out: bool) -> tuple[dict, dict, bool]:
+def read_outcomes(path: pathlib.Path, *, timed_out: bool,
+                  seconds: dict[str, float] | None = None) -> tuple[dict, dict, bool]:
+    """Outcomes and failure texts by test id, and whether the runner finished; each test's
+    duration goes into `seconds` when given."""
     outcomes: dict[str, str] = {}
     details: dict[str, str] = {}
     started: list[str] = []
@@ -51,6 +55,8 @@ def read_outcomes(path: pathlib.Path, *, timed_out: bool) -> tuple[dict, dict, b
                 started.append(record["id"])
             elif event == "outcome":
                 outcomes[record["id"]] = record["outcome"]
+                if seconds is not None:
+                    seconds[record["id"]] = float(record.get("seconds") or 0.0)
                 if record.get("detail"):
                     details[record["id"]] = record["detail"]
             elif event == "done":

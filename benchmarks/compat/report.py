@@ -73,10 +73,11 @@ def to_markdown(data: dict) -> str:
              "and not counted; one that differs under peakline is listed below with both "
              "outcomes and the end of its failure text.", ""]
     tests = sum(len(r.outcomes) for r in runs if r.mode == "plain" and r.index == 0)
+    unique = len({(c.target, d.test) for c in found for d in c.differences})
     verdict = ("**No differences**: every test had its unprofiled outcome in every mode."
                if not total_diff and not process_notes else
-               f"**{total_diff} test outcome(s) differ**"
-               + (f", and {len(process_notes)} run(s) differ as a process (exit status, "
+               f"**{unique} test(s) differ** ({total_diff} test-and-mode pair(s))"
+               + (f"; {len(process_notes)} profiled run(s) differ as a process (exit status, "
                   "time limit or profile)" if process_notes else "") + ".")
     lines += [f"{tests} tests in {len(settings['targets'])} targets. {verdict}", "",
               "## Summary", "",
@@ -87,7 +88,10 @@ def to_markdown(data: dict) -> str:
         baselines = [r for r in runs if r.target == target and r.mode == "plain"]
         if not baselines:
             continue
-        plain_wall = sorted(r.wall_s for r in baselines)[len(baselines) // 2]
+        plain_walls = sorted(r.wall_s for r in baselines)
+        plain_wall = plain_walls[len(plain_walls) // 2]
+        # Unprofiled runs this far apart make a time ratio meaningless: show the range.
+        erratic = plain_walls[0] > 0 and plain_walls[-1] / plain_walls[0] > 2
         cells = []
         for mode in modes:
             c = by_key.get((target, mode))
@@ -96,18 +100,40 @@ def to_markdown(data: dict) -> str:
                 cells += ["-", "-"]
                 continue
             mark = " ⚠" if c.notes else ""
-            cells += [f"{c.identical} / {len(c.differences)} / {len(c.flaky)}{mark}",
-                      f"{run.wall_s:.1f} s ({run.wall_s / plain_wall:.2f}x)"
-                      if plain_wall > 0 else f"{run.wall_s:.1f} s"]
+            if erratic:
+                time_cell = (f"{run.wall_s:.1f} s (unprofiled: {plain_walls[0]:.0f} to "
+                             f"{plain_walls[-1]:.0f} s)")
+            elif plain_wall > 0:
+                time_cell = f"{run.wall_s:.1f} s ({run.wall_s / plain_wall:.2f}x)"
+            else:
+                time_cell = f"{run.wall_s:.1f} s"
+            cells += [f"{c.identical} / {len(c.differences)} / {len(c.flaky)}{mark}", time_cell]
         name = f"`{target}`"
         lines.append(f"| {name} | {len(baselines[0].outcomes)} | {_tally(baselines[0].outcomes)}"
                      f" ({plain_wall:.1f} s) | " + " | ".join(cells) + " |")
+    lines += ["", "Unprofiled time: the median unprofiled run. Where the unprofiled runs of a "
+              "target differ by more than 2x (a test that is sometimes slow), the time column "
+              "gives their range instead of a ratio."]
+    slow = []
+    for target in settings["targets"]:
+        target_runs = [r for r in runs if r.target == target]
+        walls = sorted(r.wall_s for r in target_runs)
+        for run in target_runs:
+            # A run much slower than the target's others: name what took the time.
+            if len(walls) > 1 and run.wall_s > 3 * walls[0] and run.wall_s > 30 and run.slowest:
+                label = run.mode + (f" #{run.index + 1}" if run.mode == "plain" else "")
+                slow.append(f"`{target}` {label} took {run.wall_s:.0f} s (fastest run of the "
+                            f"target: {walls[0]:.0f} s); its slowest tests: " + ", ".join(
+                                f"`{t}` {s:.0f} s" for t, s in run.slowest.items()))
     lines += ["", "*same / differ / flaky*: tests with the unprofiled outcome / another outcome "
               "/ left out as flaky. *time*: the profiled run's wall time and its ratio to the "
               "median unprofiled run (a whole test module, start-up included; a coarse figure, "
               "not a benchmark). ⚠: the run differs as a process — see below. Unprofiled "
               "failures are the interpreter's own (this build, this machine); they count as "
               "outcomes like any other."]
+    if slow:
+        lines += ["", "Runs far slower than the same target's fastest run:", "",
+                  *(f"- {line}" for line in slow)]
     lines += ["", "## Differences", ""]
     if not total_diff:
         lines += ["None.", ""]
@@ -129,6 +155,13 @@ def to_markdown(data: dict) -> str:
         lines += ["## Runs that differ as a process", ""]
         for c in process_notes:
             run = next(r for r in runs if r.target == c.target and r.mode == c.mode)
+            only_status = (len(c.notes) == 1 and c.notes[0].startswith("exit status")
+                           and c.differences)
+            if only_status:
+                # A failing test makes unittest / pytest exit 1: nothing beyond the above.
+                lines += [f"- `{c.target}` ({c.mode}): {c.notes[0]}, which follows from the "
+                          "differing test(s) above.", ""]
+                continue
             lines += [f"- `{c.target}` ({c.mode}): " + "; ".join(c.notes) + ".", "",
                       "  ```", *("  " + line for line in _excerpt(run.stderr_tail, 10)),
                       "  ```", ""]
@@ -150,7 +183,10 @@ def to_markdown(data: dict) -> str:
                   "Compared like every other outcome; listed so a reader does not mistake them "
                   "for peakline's:", ""]
         for target, test, detail in failing:
-            last = detail.strip().splitlines()[-1] if detail.strip() else ""
+            meaningful = [l.strip() for l in detail.splitlines()
+                          if l.strip() and set(l.strip()) != {"-"}]
+            errors = [l for l in meaningful if "Error" in l or "Exception" in l]
+            last = (errors or meaningful or [""])[-1]
             lines.append(f"- `{test}`" + (f": {last[:200]}" if last else ""))
     lines += ["", "## Targets", ""]
     for name, info in data["targets"].items():

@@ -166,7 +166,10 @@ def run_job(job: Job, args, prepared: dict[str, pathlib.Path]) -> compare.RunRes
     timed_out = wall >= limit * 0.99 and code == -signal.SIGKILL
     # Whatever the tests left running in their session (daemons, stuck children) goes too.
     _kill_group(process.pid)
-    outcomes, details, finished = compare.read_outcomes(out, timed_out=timed_out)
+    seconds: dict[str, float] = {}
+    outcomes, details, finished = compare.read_outcomes(out, timed_out=timed_out,
+                                                        seconds=seconds)
+    slowest = dict(sorted(seconds.items(), key=lambda item: -item[1])[:3])
     stderr_tail = (scratch / "stderr.txt").read_text(errors="replace")[-3000:]
     profile_ok = None
     if job.mode != "plain":
@@ -180,7 +183,7 @@ def run_job(job: Job, args, prepared: dict[str, pathlib.Path]) -> compare.RunRes
         shutil.rmtree(scratch, ignore_errors=True)
     return compare.RunResult(job.target.name, job.mode, job.index, code, wall, timed_out,
                              finished, outcomes, details, stderr_tail, profile_ok,
-                             [str(a) for a in argv])
+                             [str(a) for a in argv], slowest)
 
 
 def schedule(selected: list[targets.Target], modes: list[str], baseline_runs: int) -> list[Job]:
