@@ -257,8 +257,8 @@ def main(argv: list[str] | None = None) -> int:
             results.append(result)
             if not args.quiet:
                 tally = compare.counts(result.outcomes)
-                print(f"[compat] {len(results)}/{len(jobs)} {result.target:<32} "
-                      f"{result.mode + ('#' + str(result.index + 1) if result.mode == 'plain' else ''):<9}"
+                label = result.mode + (f"#{result.index + 1}" if result.mode == "plain" else "")
+                print(f"[compat] {len(results)}/{len(jobs)} {result.target:<32} {label:<9}"
                       f" {result.wall_s:7.1f} s  exit {result.exit_code}"
                       f"{' TIMEOUT' if result.timed_out else ''}  "
                       + " ".join(f"{k} {v}" for k, v in tally.items()),

@@ -138,8 +138,14 @@ def _pyinstrument(env, args, scratch):
             *args]
 
 
-_PEAKLINE_VERSION = lambda env: _run_version([env.python, "-m", "peakline", "--version"])  # noqa: E731
-_SCALENE_VERSION = lambda env: _run_version([str(env.bin_dir / "scalene"), "--version"])  # noqa: E731
+def _peakline_version(env) -> str:
+    return _run_version([env.python, "-m", "peakline", "--version"])
+
+
+def _scalene_version(env) -> str:
+    return _run_version([str(env.bin_dir / "scalene"), "--version"])
+
+
 _SCALENE_TORCH_NOTE = (
     "Every workload runs in the environment with PyTorch installed: Scalene then imports torch "
     "into each profiled program (5-8 s here) and, in full mode, records every Python call with "
@@ -153,18 +159,18 @@ TOOLS = {
              lambda env: _run_version([env.python, "--version"]),
              configuration="`python script.py`"),
         Tool("peakline", "run --cpu-only --no-report", "10 ms of each thread's CPU time",
-             _peakline, _PEAKLINE_VERSION, needs_module="peakline",
+             _peakline, _peakline_version, needs_module="peakline",
              configuration="CPU only (no allocation or copy hooks), default interval"),
         Tool("peakline-full", "run --no-report (CPU + memory + copy)",
              "10 ms CPU, 512 KiB allocation sampling (defaults)", _peakline_full,
-             _PEAKLINE_VERSION, needs_module="peakline", group="full",
+             _peakline_version, needs_module="peakline", group="full",
              configuration="defaults: CPU, sampled allocations and copies (GPU: none here)"),
-        Tool("scalene", "run --cpu-only", "10 ms (default)", _scalene, _SCALENE_VERSION,
+        Tool("scalene", "run --cpu-only", "10 ms (default)", _scalene, _scalene_version,
              needs_executable="scalene",
              configuration="CPU only (Python / native / system time), default interval; "
                            "PyTorch installed only for workloads that import it"),
         Tool("scalene-full", "run (CPU + memory)", "10 ms CPU, allocation sampling (default)",
-             _scalene_full, _SCALENE_VERSION, needs_executable="scalene", group="full",
+             _scalene_full, _scalene_version, needs_executable="scalene", group="full",
              # A safety cap only (a runaway run is killed, the report then shows "> N x"):
              # without torch in the environment a run takes a few times the plain one.
              run_timeout_s=120.0,
@@ -193,10 +199,10 @@ TOOLS = {
                            "text report"),
         # Not in the default set: Scalene as measured in an environment that has PyTorch.
         Tool("scalene-torchenv", "run --cpu-only (torch installed)", "10 ms (default)",
-             _scalene, _SCALENE_VERSION, needs_executable="scalene", environment="torch",
+             _scalene, _scalene_version, needs_executable="scalene", environment="torch",
              configuration=_SCALENE_TORCH_NOTE),
         Tool("scalene-full-torchenv", "run (CPU + memory; torch installed)",
-             "10 ms CPU, allocation sampling (default)", _scalene_full, _SCALENE_VERSION,
+             "10 ms CPU, allocation sampling (default)", _scalene_full, _scalene_version,
              needs_executable="scalene", group="full", environment="torch",
              # Scalene's full mode with torch installed ran 50-200x slower than plain here
              # (a 0.2 s loop: 28 s): one repetition, killed at 25 s, bounds a run's length.
