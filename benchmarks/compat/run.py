@@ -219,6 +219,11 @@ def _versions(args, prepared: dict[str, pathlib.Path]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else argv
     args = parse_args(raw)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        # Started in the background by a shell (`cmd &`), which ignores SIGINT: the tests
+        # would inherit that and test Ctrl-C handling differently than from a terminal. A
+        # Python-level handler is reset by exec, so every run starts with SIGINT's default.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.from_json:
         data = json.loads(args.from_json.read_text())
         report.write(args.report, report.to_markdown(data))
