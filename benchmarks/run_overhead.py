@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """peakline and its peers side by side: overhead, accuracy and cost, in one run.
 
+    python benchmarks/run_overhead.py --publish  # everything docs/ publishes: ~60-70 min
     python benchmarks/run_overhead.py            # full run: ~40-60 min on 2 cores
     python benchmarks/run_overhead.py --smoke    # seconds: harness check, plain + peakline only
 
 A full run creates benchmarks/.venv on first use (peers: scalene, py-spy, pyinstrument, memray,
-Fil; the workloads' pyperformance, docutils, sympy, numpy, scikit-learn, pandas, torch; and
-matplotlib), reinstalls peakline there from this repository, then
+Fil; the workloads' pyperformance, docutils, sympy, numpy, scikit-learn, pandas; and
+matplotlib — no PyTorch) and, when a selected workload needs torch, benchmarks/.venv-torch (the
+same plus torch), reinstalls peakline in both from this repository, then
 
 1. overhead: runs every workload plain and under every tool, interleaved, --repetitions times;
 2. accuracy: runs the calibration programs (known peak, per-line allocations, time split,
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import shlex
 import subprocess
@@ -34,6 +37,18 @@ from harness import (accuracy, cost, environment, report, summary, timing,  # no
 
 REPO = environment.REPO_ROOT
 RESULTS = REPO / "benchmarks" / "results"
+PUBLISH_COMMAND = "python benchmarks/run_overhead.py --publish"
+# What docs/ publishes, run one after the other by --publish (from the repository root):
+# docs/benchmarks.md (the default set) and docs/benchmarks-python.md (pure-Python micro
+# workloads), each with its raw JSON and chart.
+PUBLISH = [
+    ["--reps", "3"],
+    ["--reps", "3", "--workloads", "nbody,fib,json_roundtrip,object_churn",
+     "--tools", "plain,peakline,peakline-full,scalene,scalene-full,py-spy,pyinstrument,memray,"
+                "fil",
+     "--no-accuracy", "--no-cost", "--report", "docs/benchmarks-python.md",
+     "--json", "docs/benchmarks-python.json", "--chart", "docs/benchmarks-python.png"],
+]
 
 
 def _csv(text: str) -> list[str]:
@@ -43,6 +58,10 @@ def _csv(text: str) -> list[str]:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--publish", action="store_true",
+                        help="regenerate everything docs/ publishes: docs/benchmarks.md and "
+                             "docs/benchmarks-python.md with their JSON and charts (other "
+                             "options given are passed to both runs)")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny sizes, 1 repetition, plain + peakline, current interpreter")
     parser.add_argument("--repetitions", "--reps", type=int,
@@ -55,7 +74,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--workloads", type=_csv,
                         help=f"comma list from {','.join(w.name for w in workloads.ALL)}")
     parser.add_argument("--venv", type=pathlib.Path, default=environment.DEFAULT_VENV,
-                        help="benchmark environment (default benchmarks/.venv)")
+                        help="benchmark environment without torch (default benchmarks/.venv); "
+                             "the one with torch is its name + '-torch'")
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter that creates the venv (default: this one)")
     parser.add_argument("--no-venv", action="store_true",
@@ -104,9 +124,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, published_by: str | None = None) -> int:
     raw = sys.argv[1:] if argv is None else argv
     args = parse_args(raw)
+    if args.publish:
+        os.chdir(REPO)  # the PUBLISH paths are relative to the repository root
+        extra = [a for a in raw if a != "--publish"]
+        status = 0
+        for index, part in enumerate(PUBLISH):
+            # peakline is built and installed once, by the first run.
+            again = ["--no-reinstall"] if index and "--no-reinstall" not in extra else []
+            command = PUBLISH_COMMAND + "".join(" " + shlex.quote(a) for a in extra)
+            status = max(status, main([*part, *extra, *again], published_by=command))
+        return status
     if args.from_json:
         data = json.loads(args.from_json.read_text())
         # Recompute the figures from the raw measurements, so summary changes apply.
@@ -114,16 +144,24 @@ def main(argv: list[str] | None = None) -> int:
             [timing.Measurement(**m) for m in data["measurements"]],
             list(data["workloads"]), list(data["tools"]))
         return _render(data, args, args.from_json,
-                       environment.current_interpreter() if args.no_venv
-                       else environment.BenchEnv(str(args.venv / "bin" / "python"),
-                                                 args.venv / "bin", args.venv))
-    if args.no_venv:
-        env = environment.current_interpreter()
-    else:
-        env = environment.prepare_venv(args.venv, args.python, recreate=args.recreate_venv,
-                                       reinstall_peakline=not args.no_reinstall)
+                       (environment.current_interpreter() if args.no_venv
+                        else environment.existing_venvs(args.venv)).lean)
     selected_tools = tools.by_names(args.tools)
+    candidates = workloads.by_names(args.workloads, smoke=args.smoke)
+    if args.no_venv:
+        envs = environment.current_interpreter()
+    else:
+        need_torch = (any(w.environment == environment.WITH_TORCH for w in candidates)
+                      or any(t.environment == environment.WITH_TORCH for t in selected_tools))
+        envs = environment.prepare_venvs(args.venv, args.python, recreate=args.recreate_venv,
+                                         reinstall_peakline=not args.no_reinstall,
+                                         need_torch=need_torch)
     for tool in selected_tools:
+        env = envs.get(tool.environment or environment.LEAN)
+        if env is None:
+            print(f"[bench] {tool.name} runs in the environment with torch, which could not be "
+                  "prepared", file=sys.stderr)
+            return 2
         missing = ((tool.needs_module and subprocess.run(
             [env.python, "-c", f"import {tool.needs_module}"], capture_output=True).returncode)
             or (tool.needs_executable and not (env.bin_dir / tool.needs_executable).exists()))
@@ -133,8 +171,10 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
     selected, skipped = [], {}
-    for workload in workloads.by_names(args.workloads, smoke=args.smoke):
-        missing = workloads.missing_requirements(workload, env.python)
+    for workload in candidates:
+        workload_env = envs.get(workload.environment)
+        missing = (list(workload.requires) if workload_env is None
+                   else workloads.missing_requirements(workload, workload_env.python))
         if missing:
             skipped[workload.name] = missing
             print(f"[bench] skipping {workload.name}: missing {', '.join(missing)}",
@@ -145,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         print("[bench] no runnable workloads", file=sys.stderr)
         return 2
 
-    broken = timing.preflight(env, selected[0], selected_tools, timeout_s=args.timeout)
+    broken = timing.preflight(envs, selected[0], selected_tools, timeout_s=args.timeout)
     if broken:
         for name, error in broken.items():
             print(f"[bench] preflight: {name} fails on a tiny {selected[0].name}: {error}",
@@ -153,11 +193,19 @@ def main(argv: list[str] | None = None) -> int:
         print("[bench] fix the install or leave those tools out (--tools ...); nothing measured",
               file=sys.stderr)
         return 2
-    versions = {tool.name: tool.version(env) for tool in selected_tools}
+    versions = {tool.name: tool.version(envs.get(tool.environment or environment.LEAN))
+                for tool in selected_tools}
+    env = envs.lean  # accuracy, cost, the chart and the machine description
     machine = environment.machine_info(env)
     machine["load_average_before"] = environment.load_average()
+    used = {envs.for_run(w, t).python for w in selected for t in selected_tools}
+    environments = {}
+    for candidate in envs.all():
+        if candidate.python in used or candidate is env:
+            environments[candidate.name if candidate.venv_dir else "current"] = \
+                environment.describe(candidate)
     measurements = [] if args.no_overhead else timing.measure(
-        env, selected, selected_tools, scale=args.scale, repetitions=args.repetitions,
+        envs, selected, selected_tools, scale=args.scale, repetitions=args.repetitions,
         warmup=args.warmup, timeout_s=args.timeout)
     accuracy_results = None
     if not args.no_accuracy:
@@ -168,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
                                             timeout_s=args.accuracy_timeout)
     cost_results = None
     if not args.no_cost:
-        runs = cost.measure(env, selected_tools, seconds=args.cost_seconds,
+        runs = cost.measure(envs, selected_tools, seconds=args.cost_seconds,
                             timeout_s=args.timeout)
         cost_results = {"seconds": args.cost_seconds, "rows": cost.summarise(runs)}
     machine["load_average_after"] = environment.load_average()
@@ -181,8 +229,10 @@ def main(argv: list[str] | None = None) -> int:
         "scale": args.scale,
         "command": "python " + " ".join(
             shlex.quote(part) for part in ["benchmarks/run_overhead.py", *raw]),
+        "published_by": published_by,
     }
-    data = report.to_json(settings=settings, machine=machine, tools=selected_tools,
+    data = report.to_json(settings=settings, machine=machine, environments=environments,
+                          tools=selected_tools,
                           tool_versions=versions, workloads=selected, skipped=skipped,
                           measurements=measurements, summary=figures,
                           accuracy=accuracy_results, cost=cost_results)
@@ -220,6 +270,8 @@ def _render(data: dict, args: argparse.Namespace, json_path: pathlib.Path, env) 
             chart_name = _relative(args.chart, args.report.parent)
         else:
             print("[bench] chart not drawn (matplotlib missing?)", file=sys.stderr)
+    elif args.from_json and args.chart.exists():
+        chart_name = _relative(args.chart, args.report.parent)  # the chart of the same data
     report.write(args.report, report.to_markdown(data, chart_name))
     print(f"[bench] wrote {args.report} (raw results: {json_path})", file=sys.stderr)
     return 0

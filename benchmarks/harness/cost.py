@@ -36,9 +36,12 @@ class CostRun:
     stderr_tail: str = ""
 
 
-def measure(env, tools: list, *, seconds: float, timeout_s: float) -> list[CostRun]:
+def measure(envs, tools: list, *, seconds: float, timeout_s: float) -> list[CostRun]:
+    """`envs`: environment.BenchEnvs; the loop needs no torch, so each tool runs in the
+    environment without it unless it is registered in the torch one."""
     runs = []
     for tool in tools:
+        env = envs.for_run(None, tool)
         scratch = pathlib.Path(tempfile.mkdtemp(prefix="peakline-cost-"))
         try:
             argv = tool.build(env, [str(LONG_LOOP), repr(seconds)], scratch)

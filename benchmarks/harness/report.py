@@ -10,7 +10,7 @@ import json
 import pathlib
 
 SCHEMA = "peakline-benchmarks/overhead"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: "environments", and each tool's "configuration" / "environment"
 
 # DESIGN.md performance budget: CPU only median <= 1.02x; full median <= 1.05x, worst <= 1.25x.
 CPU_ONLY_MEDIAN_TARGET = 1.02
@@ -33,27 +33,99 @@ def _spread(row: dict):
     return (row["max_s"] - row["min_s"]) / row["median_s"]
 
 
+def _cap(tool) -> str | None:
+    parts = []
+    if tool.max_repetitions:
+        parts.append(f"measured in the first {tool.max_repetitions} repetition(s) only")
+    if tool.run_timeout_s:
+        parts.append(f"each run killed after {tool.run_timeout_s:.0f} s")
+    return ", ".join(parts) or None
+
+
 def to_json(*, settings, machine, tools, tool_versions, workloads, skipped, measurements,
-            summary, accuracy=None, cost=None) -> dict:
+            summary, accuracy=None, cost=None, environments=None) -> dict:
     return {
         "schema": SCHEMA,
         "version": SCHEMA_VERSION,
         "settings": settings,
         "machine": machine,
+        "environments": environments or {},
         "tools": {t.name: {"mode": t.mode, "sampling": t.sampling, "group": t.group,
                            "version": tool_versions[t.name],
-                           "cap": (f"measured in the first {t.max_repetitions} repetition(s) "
-                                   f"only, each run killed after {t.run_timeout_s:.0f} s"
-                                   if t.max_repetitions or t.run_timeout_s else None)}
+                           "configuration": t.configuration,
+                           "environment": t.environment,
+                           "cap": _cap(t)}
                   for t in tools},
         "workloads": {w.name: {"description": w.description, "script": w.script.name,
-                               "requires": list(w.requires)} for w in workloads},
+                               "requires": list(w.requires),
+                               "environment": w.environment} for w in workloads},
         "skipped_workloads": skipped,
         "measurements": [dataclasses.asdict(m) for m in measurements],
         "summary": summary,
         "accuracy": accuracy,
         "cost": cost,
     }
+
+
+def _environment_cell(data: dict, tool: str) -> str:
+    """Where a tool's runs happened: without torch, except the workloads that need it."""
+    if "environments" not in data:
+        return "one venv, torch installed"
+    environments = data["environments"]
+    if "current" in environments or not environments:
+        return "current interpreter"
+    if data["tools"][tool].get("environment") == "torch":
+        return "**torch installed**, every workload"
+    with_torch = [w for w, info in data["workloads"].items() if info.get("environment") == "torch"]
+    return "no torch" + (f"; {', '.join(with_torch)}: with torch" if with_torch else "")
+
+
+def _environments_section(data: dict) -> list[str]:
+    lines = ["", "### Environments", ""]
+    if "environments" not in data:
+        # Results of a harness that ran everything in one venv with PyTorch installed.
+        return lines + [
+            "**These figures are not every tool at its best configuration.** Every workload "
+            "ran in one venv that had PyTorch installed. Scalene imports torch into every "
+            "program it profiles when torch is importable (5-8 s per run here) and, in its "
+            "full mode, starts PyTorch's profiler, which records every Python call: Scalene's "
+            "rows here include that cost on workloads that never use torch. The harness now "
+            "installs torch only where a workload imports it; `python benchmarks/run_overhead.py "
+            "--publish` measures that way."]
+    environments = data["environments"]
+    if not environments:
+        return []
+    if "current" in environments:
+        info = environments["current"]
+        torch = info["packages"].get("torch")
+        return lines + [f"One environment: the interpreter running the harness "
+                        f"(`{info['python']}`), torch {torch or 'not installed'}."]
+    lines += ["Each workload runs in an environment with only what it needs, so every tool is "
+              "measured at its best honest configuration: PyTorch is installed only where a "
+              "workload imports it. (Scalene imports torch into every program it profiles when "
+              "torch is importable, and its full mode then starts PyTorch's profiler; measured "
+              "next to torch, Scalene pays that on every workload.) The plain run of a workload "
+              "uses the same environment as the tools; accuracy and cost runs use the one "
+              "without torch.", "",
+              "| Environment | Location | Used for | Packages |", "|---|---|---|---|"]
+    used_for = {"lean": [], "torch": []}
+    for workload, info in data["workloads"].items():
+        used_for.setdefault(info.get("environment", "lean"), []).append(workload)
+    labelled = [t for t, info in data["tools"].items() if info.get("environment") == "torch"]
+    for name, info in environments.items():
+        use = used_for.get(name, [])
+        stages = [stage for stage in ("accuracy", "cost") if data.get(stage)]
+        text = (", ".join(use) if name == "torch" else ", ".join(
+            [f"{len(use)} workload{'s' if len(use) != 1 else ''}", *stages])) if use else "-"
+        if name == "torch" and labelled:
+            text += ("; " if use else "") + "every workload of " + ", ".join(labelled)
+        packages = ", ".join(f"{k} {v}" for k, v in info["packages"].items() if v)
+        missing = [k for k, v in info["packages"].items() if not v]
+        if missing:
+            packages += "; not installed: " + ", ".join(missing)
+        lines.append(f"| {'without torch' if name == 'lean' else 'with torch'} | "
+                     f"`{info['location']}` | {text} | {packages} |")
+    return lines
 
 
 def to_markdown(data: dict, chart_name: str | None) -> str:
@@ -74,15 +146,18 @@ def to_markdown(data: dict, chart_name: str | None) -> str:
         "Wall time of each workload under each tool divided by its unprofiled (plain) wall "
         f"time, median of {settings['repetitions']} interleaved repetitions; lower is better, "
         "1.00x means no overhead. Each tool runs in the mode listed at its default sampling "
-        "interval. *Median* and *worst* are over the workloads.",
+        "interval, in the environment listed (see *Environments*); its configuration — what "
+        "was left at its default and why — is under *Tools* at the end. *Median* and *worst* "
+        "are over the workloads.",
     ]
     for group, title in GROUPS.items():
         members = [t for t in profilers if data["tools"][t].get("group", "cpu") == group]
         if not members:
             continue
         lines += ["", f"### {title}", "",
-                  "| Tool | Version | Mode | Median ratio | Worst ratio (workload) | Failed runs |",
-                  "|---|---|---|---|---|---|"]
+                  "| Tool | Version | Mode | Environment | Median ratio | Worst ratio (workload) "
+                  "| Failed runs |",
+                  "|---|---|---|---|---|---|---|"]
         for tool in members:
             info, stats = data["tools"][tool], summary["per_tool"][tool]
             worst = (("> " if stats.get("worst_is_lower_bound") else "")
@@ -103,7 +178,7 @@ def to_markdown(data: dict, chart_name: str | None) -> str:
                             "at the time cap"]))
             failed = failed or "none"
             lines.append(f"| {tool} | {info['version']} | {info['mode']} | "
-                         f"{median} | {worst} | {failed} |")
+                         f"{_environment_cell(data, tool)} | {median} | {worst} | {failed} |")
     lines += ["", "Ratios include each tool's start-up and the writing of its output, as a user "
               "waits for them: on a 2-3 s workload, 50 ms of start-up is about 2%. The "
               "per-workload figures and the load average below show how noisy the run was."]
@@ -127,6 +202,7 @@ def to_markdown(data: dict, chart_name: str | None) -> str:
             lines[-1] += (f" The unprofiled runs of one workload varied by up to "
                           f"{worst_spread:.0%} between repetitions (column *plain spread*), "
                           "so differences smaller than that are noise.")
+    lines += _environments_section(data)
     lines += ["", "### Per workload", "",
               "| Workload | plain (s) | plain spread | " + " | ".join(profilers) + " |",
               "|---|---|---|" + "---|" * len(profilers)]
@@ -181,6 +257,12 @@ def to_markdown(data: dict, chart_name: str | None) -> str:
         "```",
         settings["command"],
         "```",
+    ]
+    if settings.get("published_by"):
+        lines += ["", f"(one of the runs of `{settings['published_by']}`, which regenerates "
+                      "docs/benchmarks.md and docs/benchmarks-python.md with their JSON and "
+                      "charts)"]
+    lines += [
         "",
         "## Workloads",
         "",
@@ -191,6 +273,8 @@ def to_markdown(data: dict, chart_name: str | None) -> str:
     for tool in profilers:
         info = data["tools"][tool]
         lines.append(f"- {tool} {info['version']}: `{info['mode']}`, sampling {info['sampling']}"
+                     + (f". Configuration: {info['configuration']}"
+                        if info.get("configuration") else "")
                      + (f"; capped: {info['cap']}" if info.get("cap") else ""))
     return "\n".join(lines) + "\n"
 

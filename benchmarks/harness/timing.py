@@ -105,7 +105,7 @@ def _output_bytes(scratch: pathlib.Path) -> int:
                if p.is_file() and p.name != "stderr.txt")
 
 
-def preflight(env, workload, tools: list, *, timeout_s: float) -> dict[str, str]:
+def preflight(envs, workload, tools: list, *, timeout_s: float) -> dict[str, str]:
     """Runs `workload` once, small, under every tool; returns {tool name: stderr} of failures.
 
     SCALE 0.05 (~0.1 s): long enough for py-spy to attach, which fails on programs that exit
@@ -120,7 +120,8 @@ def preflight(env, workload, tools: list, *, timeout_s: float) -> dict[str, str]
         try:
             limit = min(timeout_s, tool.run_timeout_s or timeout_s)
             _, code, _, tail = _run_once(
-                tool.build(env, workload.args(0.05), scratch), scratch, limit,
+                tool.build(envs.for_run(workload, tool), workload.args(0.05), scratch),
+                scratch, limit,
                 memory_limit_kb=CAPPED_RSS_LIMIT_KB if tool.run_timeout_s else None)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -131,8 +132,11 @@ def preflight(env, workload, tools: list, *, timeout_s: float) -> dict[str, str]
     return failures
 
 
-def measure(env, workloads: list, tools: list, *, scale: float, repetitions: int,
+def measure(envs, workloads: list, tools: list, *, scale: float, repetitions: int,
             warmup: int, timeout_s: float, verbose: bool = True) -> list[Measurement]:
+    """`envs` (environment.BenchEnvs) gives each (workload, tool) its environment: the plain
+    run and the tool runs of a workload use the same one (the workload's), except a tool
+    registered in the torch environment on purpose."""
     results: list[Measurement] = []
     schedule = [(-1 - i) for i in range(warmup)] + list(range(repetitions))
     for repetition in schedule:
@@ -148,7 +152,8 @@ def measure(env, workloads: list, tools: list, *, scale: float, repetitions: int
                 limit = min(timeout_s, tool.run_timeout_s or timeout_s)
                 scratch = pathlib.Path(tempfile.mkdtemp(prefix="peakline-bench-"))
                 try:
-                    argv = tool.build(env, workload.args(scale), scratch)
+                    argv = tool.build(envs.for_run(workload, tool), workload.args(scale),
+                                      scratch)
                     wall, code, rss, tail = _run_once(
                         argv, scratch, limit,
                         memory_limit_kb=CAPPED_RSS_LIMIT_KB if tool.run_timeout_s else None)

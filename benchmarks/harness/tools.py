@@ -7,6 +7,14 @@ piles up between repetitions. Each tool runs at its default sampling interval (l
 modes (peakline --cpu-only, scalene --cpu-only, py-spy, pyinstrument) and full / memory modes
 (peakline and scalene by default: CPU + memory; memray and Fil: memory only).
 
+Each tool is measured in its best honest configuration: the mode a user gets by default, in an
+environment with only what the workload needs (environment.py: PyTorch only for the workloads
+that import it — Scalene imports torch into every program it profiles when torch is installed,
+and its full mode then starts PyTorch's profiler). `configuration` says what each row used and
+which of the tool's options were left at their default (memray's --native, py-spy's --idle and
+--nonblocking, Fil's OOM detection); `environment` = "torch" registers a tool to run in the
+torch environment for every workload, for a separately labelled row that shows that cost.
+
 Adding a tool or a mode is one entry in TOOLS.
 """
 
@@ -39,6 +47,12 @@ class Tool:
     # then shows a lower bound, "> N x"). None: no cap.
     max_repetitions: int | None = None
     run_timeout_s: float | None = None
+    # What the row used: options, what was left at its default and why this is the tool's
+    # best honest configuration (shown in the report).
+    configuration: str = ""
+    # None: the workload's own environment (torch only where the workload imports it);
+    # "torch": the torch environment for every workload (labelled rows, not the default set).
+    environment: str | None = None
 
 
 def _run_version(argv: list[str]) -> str:
@@ -124,40 +138,75 @@ def _pyinstrument(env, args, scratch):
             *args]
 
 
+def _peakline_version(env) -> str:
+    return _run_version([env.python, "-m", "peakline", "--version"])
+
+
+def _scalene_version(env) -> str:
+    return _run_version([str(env.bin_dir / "scalene"), "--version"])
+
+
+_SCALENE_TORCH_NOTE = (
+    "Every workload runs in the environment with PyTorch installed: Scalene then imports torch "
+    "into each profiled program (5-8 s here) and, in full mode, records every Python call with "
+    "PyTorch's profiler. Shown separately to make that cost visible; not Scalene's best "
+    "configuration for programs that do not use torch.")
+
 TOOLS = {
     tool.name: tool
     for tool in (
         Tool("plain", "unprofiled", "-", _plain,
-             lambda env: _run_version([env.python, "--version"])),
+             lambda env: _run_version([env.python, "--version"]),
+             configuration="`python script.py`"),
         Tool("peakline", "run --cpu-only --no-report", "10 ms of each thread's CPU time",
-             _peakline, lambda env: _run_version([env.python, "-m", "peakline", "--version"]),
-             needs_module="peakline"),
+             _peakline, _peakline_version, needs_module="peakline",
+             configuration="CPU only (no allocation or copy hooks), default interval"),
         Tool("peakline-full", "run --no-report (CPU + memory + copy)",
              "10 ms CPU, 512 KiB allocation sampling (defaults)", _peakline_full,
-             lambda env: _run_version([env.python, "-m", "peakline", "--version"]),
-             needs_module="peakline", group="full"),
-        Tool("scalene", "run --cpu-only", "10 ms (default)", _scalene,
-             lambda env: _run_version([str(env.bin_dir / "scalene"), "--version"]),
-             needs_executable="scalene"),
+             _peakline_version, needs_module="peakline", group="full",
+             configuration="defaults: CPU, sampled allocations and copies (GPU: none here)"),
+        Tool("scalene", "run --cpu-only", "10 ms (default)", _scalene, _scalene_version,
+             needs_executable="scalene",
+             configuration="CPU only (Python / native / system time), default interval; "
+                           "PyTorch installed only for workloads that import it"),
         Tool("scalene-full", "run (CPU + memory)", "10 ms CPU, allocation sampling (default)",
-             _scalene_full,
-             lambda env: _run_version([str(env.bin_dir / "scalene"), "--version"]),
-             needs_executable="scalene", group="full",
-             # Scalene 2.4's memory mode ran 50-200x slower than plain on this harness's
-             # machine (a 0.2 s loop: 28 s): one repetition, killed at 25 s, keeps a full
-             # run's length bounded while still showing the order of magnitude.
-             max_repetitions=1, run_timeout_s=25.0),
+             _scalene_full, _scalene_version, needs_executable="scalene", group="full",
+             # A safety cap only (a runaway run is killed, the report then shows "> N x"):
+             # without torch in the environment a run takes a few times the plain one.
+             run_timeout_s=120.0,
+             configuration="defaults: CPU + memory (sampled allocations, copy volume); "
+                           "PyTorch installed only for workloads that import it"),
         Tool("memray", "run (Python stacks)", "every allocation", _memray,
-             lambda env: _memray_version(env), needs_executable="memray", group="full"),
+             lambda env: _memray_version(env), needs_executable="memray", group="full",
+             configuration="defaults: every malloc-family allocation with its Python stack; "
+                           "no --native (native stacks cost more), no "
+                           "--trace-python-allocators (pymalloc seen by its arenas)"),
         Tool("fil", "fil-profile run", "every allocation (peak only)", _fil,
              lambda env: _pip_version(env, "filprofiler"), needs_executable="fil-profile",
-             group="full"),
+             group="full",
+             configuration="defaults: every allocation, peak only; out-of-memory detection "
+                           "on (its default)"),
         Tool("py-spy", "record (default: blocking)", "100 Hz (default)", _py_spy,
              lambda env: _run_version([str(env.bin_dir / "py-spy"), "--version"]),
-             needs_executable="py-spy"),
+             needs_executable="py-spy",
+             configuration="defaults: blocking (pauses the program while it reads a sample; "
+                           "--nonblocking is cheaper and less exact), on-CPU samples only "
+                           "(no --idle), no --native"),
         Tool("pyinstrument", "default (statistical)", "1 ms (default)", _pyinstrument,
              lambda env: _run_version([str(env.bin_dir / "pyinstrument"), "--version"]),
-             needs_executable="pyinstrument"),
+             needs_executable="pyinstrument",
+             configuration="defaults: wall-clock sampling of the main thread, 1 ms, "
+                           "text report"),
+        # Not in the default set: Scalene as measured in an environment that has PyTorch.
+        Tool("scalene-torchenv", "run --cpu-only (torch installed)", "10 ms (default)",
+             _scalene, _scalene_version, needs_executable="scalene", environment="torch",
+             configuration=_SCALENE_TORCH_NOTE),
+        Tool("scalene-full-torchenv", "run (CPU + memory; torch installed)",
+             "10 ms CPU, allocation sampling (default)", _scalene_full, _scalene_version,
+             needs_executable="scalene", group="full", environment="torch",
+             # Scalene's full mode with torch installed ran 50-200x slower than plain here
+             # (a 0.2 s loop: 28 s): one repetition, killed at 25 s, bounds a run's length.
+             max_repetitions=1, run_timeout_s=25.0, configuration=_SCALENE_TORCH_NOTE),
     )
 }
 

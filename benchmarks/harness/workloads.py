@@ -3,7 +3,8 @@
 A workload is a script under benchmarks/workloads/ that takes one argument, SCALE: 1.0 is
 sized to run 2-4 s unprofiled on the reference machine (2 vCPU), and the work is roughly
 linear in SCALE. `requires` lists modules that must import in the benchmark interpreter; a
-workload whose modules are missing is skipped and the report says so.
+workload whose modules are missing is skipped and the report says so. `environment` names the
+environment it runs in (environment.py): "lean" (no PyTorch installed) unless it needs torch.
 """
 
 from __future__ import annotations
@@ -22,14 +23,17 @@ class Workload:
     description: str
     requires: tuple[str, ...] = ()
     kind: str = "python"  # "python" (pure Python) or "ml" (numpy / scikit-learn)
+    environment: str = "lean"  # "lean": no torch installed; "torch": the torch venv
 
     def args(self, scale: float) -> list[str]:
         return [str(self.script), repr(scale)]
 
 
 def _workload(name, description, requires=(), kind="python", script=None):
+    # Only a workload that imports torch gets the environment that has it.
+    environment = "torch" if "torch" in requires else "lean"
     return Workload(name, WORKLOADS_DIR / f"{script or name}.py", description, tuple(requires),
-                    kind)
+                    kind, environment)
 
 
 def _pyperformance(name, description, requires=()):

@@ -141,3 +141,84 @@ def test_summary_ratios_and_failures(harness):
     assert per_tool["median_ratio"] == pytest.approx((1.2 / 1.1 + 2.5) / 2)
     assert per_tool["worst_ratio"] == pytest.approx(2.5) and per_tool["worst_workload"] == "b"
     assert per_tool["failed_workloads"] == ["c"]
+
+
+def test_only_workloads_that_import_torch_run_where_torch_is_installed(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    from harness import environment, tools, workloads
+
+    lean = environment.BenchEnv("/lean/bin/python", pathlib.Path("/lean/bin"),
+                                pathlib.Path("/lean"), environment.LEAN)
+    torch = environment.BenchEnv("/torch/bin/python", pathlib.Path("/torch/bin"),
+                                 pathlib.Path("/torch"), environment.WITH_TORCH)
+    envs = environment.BenchEnvs(lean, torch)
+    by_name = {w.name: w for w in workloads.ALL}
+    # Scalene imports torch into every program it profiles when torch is importable: a
+    # workload that does not import torch must not run where torch is installed.
+    needs_torch = {w.name for w in workloads.ALL if "torch" in w.requires}
+    assert needs_torch == {"torch_train"}
+    for workload in workloads.ALL:
+        for name in ("plain", "scalene", "scalene-full", "peakline", "memray"):
+            expected = torch if workload.name in needs_torch else lean
+            assert envs.for_run(workload, tools.TOOLS[name]) is expected, (workload, name)
+    # The labelled torch-environment rows run there for every workload, and are not default.
+    for name in ("scalene-torchenv", "scalene-full-torchenv"):
+        assert envs.for_run(by_name["nbody"], tools.TOOLS[name]) is torch
+        assert name not in tools.DEFAULT_TOOLS
+    assert envs.for_run(None, tools.TOOLS["scalene"]) is lean  # cost and accuracy runs
+    with pytest.raises(RuntimeError):
+        environment.BenchEnvs(lean, None).for_run(by_name["torch_train"], tools.TOOLS["plain"])
+    # Every tool states its configuration.
+    assert all(tool.configuration for tool in tools.TOOLS.values())
+    # The torch pin is installed only into the torch environment.
+    assert not any(p.split("=")[0] == "torch" for p in environment.PEERS)
+
+
+def test_report_states_each_rows_environment(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    from harness import report, summary, timing, tools, workloads
+
+    names = ["plain", "scalene", "scalene-torchenv"]
+    selected = [w for w in workloads.ALL if w.name in ("nbody", "torch_train")]
+    measurements = [timing.Measurement(w.name, t, 0, 1.0 + i, 0, 1000, 10)
+                    for w in selected for i, t in enumerate(names)]
+    figures = summary.summarise(measurements, [w.name for w in selected], names)
+    environments = {
+        "lean": {"name": "lean", "python": "/v/bin/python", "location": "benchmarks/.venv",
+                 "current_interpreter": False, "packages": {"torch": None, "numpy": "2.0"}},
+        "torch": {"name": "torch", "python": "/t/bin/python", "location": "benchmarks/.venv-torch",
+                  "current_interpreter": False, "packages": {"torch": "2.13.0", "numpy": "2.0"}},
+    }
+    data = report.to_json(
+        settings={"smoke": False, "repetitions": 1, "warmup": 0, "scale": 1.0, "command": "x"},
+        machine={"cpu_model": "c", "logical_cpus": 2, "platform": "p", "python": "3.11",
+                 "date_utc": "d", "git_commit": "g"},
+        environments=environments, tools=[tools.TOOLS[n] for n in names],
+        tool_versions={n: "v" for n in names}, workloads=selected, skipped={},
+        measurements=measurements, summary=figures)
+    text = report.to_markdown(data, None)
+    assert "| scalene | v | run --cpu-only | no torch; torch_train: with torch |" in text
+    assert "| scalene-torchenv | v | run --cpu-only (torch installed) | " \
+           "**torch installed**, every workload |" in text
+    assert "| without torch | `benchmarks/.venv` | 1 workload | numpy 2.0; " \
+           "not installed: torch |" in text
+    assert "| with torch | `benchmarks/.venv-torch` | torch_train; every workload of " \
+           "scalene-torchenv | torch 2.13.0, numpy 2.0 |" in text
+    assert "Configuration: CPU only (Python / native / system time)" in text
+
+
+def test_publish_regenerates_both_published_reports(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    import run_overhead
+
+    outputs = set()
+    for part in run_overhead.PUBLISH:
+        args = run_overhead.parse_args(part)
+        assert not args.smoke and not args.no_venv and not args.no_chart
+        outputs |= {str(REPO / p) if not pathlib.Path(p).is_absolute() else str(p)
+                    for p in (args.report, args.json, args.chart)}
+    assert outputs == {str(REPO / "docs" / name) for name in (
+        "benchmarks.md", "benchmarks-overhead.json", "benchmarks-overhead.png",
+        "benchmarks-python.md", "benchmarks-python.json", "benchmarks-python.png")}
+    python_tools = run_overhead.parse_args(run_overhead.PUBLISH[1]).tools
+    assert "scalene-full" in python_tools  # no longer left out: it runs without torch
