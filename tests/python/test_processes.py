@@ -109,3 +109,17 @@ def test_merge_adds_lines_counts_processes_and_keeps_the_largest_peak(build, app
     child_stack = next(s for s in merged.stacks.samples if s.thread == 2)
     names = [merged.stacks.frames[i][1] for i in child_stack.frames]
     assert names == ["<module>", "work"]
+
+
+def test_merge_sums_process_cpu_and_keeps_each_processs_sampling_warning(build, app_source):
+    from peakline.model.merge import merge_processes
+
+    frames = [(app_source, "work", 2, 3)]
+    parent = build(frames, [(1, (0,), 1_000_000, 0, 0, 0, 1, 0)])
+    child = build(frames, [(2, (0,), 1_000_000, 0, 0, 0, 1, 0)])
+    child.pid = 4243
+    parent.sampling.process_cpu_s, child.sampling.process_cpu_s = 1.5, 2.0
+    child.sampling.warning = "CPU sampling covered only 0.00 s"
+    merged = merge_processes(parent, [child])
+    assert merged.sampling.process_cpu_s == pytest.approx(3.5)
+    assert merged.sampling.warning == "process 4243: CPU sampling covered only 0.00 s"
