@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "engine/cpu_signal_handler.h"
@@ -96,7 +97,8 @@ struct RealFunctions {
   void* (*dlopen)(const char*, int);
 };
 RealFunctions g_real;
-SymbolPatcher* g_patcher = nullptr;  // never destroyed: its slots stay patched
+// Never destroyed: its slots stay patched. Atomic: dlsym on any thread reads it.
+std::atomic<SymbolPatcher*> g_patcher{nullptr};
 
 template <typename F>
 F Real(F& f) {
@@ -154,7 +156,7 @@ SignalHandler HookSysvSignal2(int signo, SignalHandler handler) {
 
 __attribute__((noinline)) void* HookDlopen(const char* file, int flags) {
   void* handle = DlopenAsCaller(Real(g_real.dlopen), file, flags, __builtin_return_address(0));
-  if (handle != nullptr) PatchObjectsLoadedSince(g_patcher);
+  if (handle != nullptr) PatchObjectsLoadedSince(g_patcher.load(std::memory_order_acquire));
   return handle;
 }
 
@@ -166,7 +168,7 @@ Interposition Entry(const char* name, F replacement, F* original) {
 }  // namespace
 
 void* DlsymReplacementFor(void* real) {
-  if (real == nullptr || g_patcher == nullptr || !g_patcher->installed()) return real;
+  if (real == nullptr || !ProcessHooksInstalled()) return real;
   struct Pair {
     void* real;
     void* hook;
@@ -188,7 +190,10 @@ void* DlsymReplacementFor(void* real) {
   return AllocationReplacementFor(real);
 }
 
-bool ProcessHooksInstalled() { return g_patcher != nullptr && g_patcher->installed(); }
+bool ProcessHooksInstalled() {
+  const SymbolPatcher* patcher = g_patcher.load(std::memory_order_acquire);
+  return patcher != nullptr && patcher->installed();
+}
 
 bool StartProcessHooks(const void* self_addr, std::string* error) {
 #ifndef PEAKLINE_DLSYM_TRAMPOLINE
@@ -207,9 +212,13 @@ bool StartProcessHooks(const void* self_addr, std::string* error) {
       Interposition{"dlsym", reinterpret_cast<void*>(&peakline_hook_dlsym), &peakline_real_dlsym},
       Interposition{"dlvsym", reinterpret_cast<void*>(&peakline_hook_dlvsym), &peakline_real_dlvsym},
   };
-  if (g_patcher == nullptr) g_patcher = new SymbolPatcher();
+  SymbolPatcher* patcher = g_patcher.load(std::memory_order_acquire);
+  if (patcher == nullptr) {
+    patcher = new SymbolPatcher();
+    g_patcher.store(patcher, std::memory_order_release);
+  }
   const void* skip[] = {self_addr};
-  return g_patcher->Install(kTable, sizeof(kTable) / sizeof(kTable[0]), skip, 1, error);
+  return patcher->Install(kTable, sizeof(kTable) / sizeof(kTable[0]), skip, 1, error);
 #endif
 }
 

@@ -18,9 +18,10 @@
 // JITs). When the symbol found is the very function a hook forwards to (the allocator family
 // and copy functions while memory hooks count; the functions above always), the hook is
 // returned instead. Such a pointer outlives the session: the hooks forward to the real
-// function for ever and count only while a session counts. RTLD_NEXT lookups are answered by
-// the real dlsym with the caller's own return address (a tail jump), so interposers that wrap
-// malloc keep finding the next definition.
+// function for ever and count only while a session counts. glibc answers RTLD_DEFAULT and
+// RTLD_NEXT by the caller's address, so every lookup that gets no hook (any other name, any
+// RTLD_NEXT lookup: interposers that wrap malloc keep finding the next definition) ends in a
+// tail jump to the real function with the caller's return address intact.
 //
 // Not a hot path: sigaction and dlopen may allocate in the patcher. The sigaction hooks are
 // async-signal-safe for the sampling signal.
