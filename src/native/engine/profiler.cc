@@ -125,7 +125,7 @@ std::string StartProfiler(const ProfilerConfig& config) {
   ac.sample_native_threads = config.sample_native_threads;
   ac.main_tid = config.main_tid;
   ac.signo = CpuSamplingSignal();
-  if (ac.signo < 0) return "no free real-time signal for CPU sampling (every one has a handler)";
+  if (ac.signo < 0) return "no free real-time signal for CPU sampling (every one is handled, ignored or blocked)";
   ac.memory = config.memory;
   ac.file_filter = static_cast<PyObject*>(config.file_filter);
   ac.gpu = config.gpu;
