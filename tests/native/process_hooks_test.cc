@@ -110,11 +110,18 @@ TEST_F(ProcessHooksTest, DlsymHandsOutAllocationHooksWhileTheyCountAndTheyStaySa
   ASSERT_TRUE(StartMemoryHooks(config, &StackDepthCapture, SelfAddress(), &error)) << error;
   void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
   ASSERT_NE(libc, nullptr);
-  auto* hooked_malloc = reinterpret_cast<void* (*)(size_t)>(prog_dlsym(libc, "malloc"));
+  auto* hooked_malloc = reinterpret_cast<void* (*)(size_t)>(prog_dlsym(RTLD_DEFAULT, "malloc"));
   auto* hooked_free = reinterpret_cast<void (*)(void*)>(prog_dlsym(RTLD_DEFAULT, "free"));
   EXPECT_NE(reinterpret_cast<void*>(hooked_malloc), real_malloc);
   EXPECT_EQ(reinterpret_cast<void*>(hooked_malloc), AllocationReplacementFor(real_malloc));
-  EXPECT_EQ(prog_dlvsym(libc, "malloc", "GLIBC_2.2.5"), reinterpret_cast<void*>(hooked_malloc));
+  // Through libc's handle: the hook when libc's malloc is the one the program uses; under an
+  // interposed allocator (a sanitizer runtime) libc's own malloc is another allocator, handed
+  // out unchanged (its blocks must not be freed by the interposed one).
+  void* const libc_malloc = dlsym(libc, "malloc");
+  void* const expected = libc_malloc == real_malloc ? reinterpret_cast<void*>(hooked_malloc)
+                                                    : libc_malloc;
+  EXPECT_EQ(prog_dlsym(libc, "malloc"), expected);
+  EXPECT_EQ(prog_dlvsym(libc, "malloc", "GLIBC_2.2.5"), expected);
   // Not an interposed name: the real answer. RTLD_NEXT: what the caller would get unhooked.
   EXPECT_EQ(prog_dlsym(libc, "getpid"), dlsym(libc, "getpid"));
   EXPECT_EQ(prog_dlsym_next("malloc"), next_malloc);
@@ -132,7 +139,8 @@ TEST_F(ProcessHooksTest, DlsymHandsOutAllocationHooksWhileTheyCountAndTheyStaySa
   StopMemoryHooks();
   // After the session: dlsym answers with the real function again; the pointers handed out
   // during the session still work and count nothing.
-  EXPECT_EQ(prog_dlsym(libc, "malloc"), real_malloc);
+  EXPECT_EQ(prog_dlsym(RTLD_DEFAULT, "malloc"), real_malloc);
+  EXPECT_EQ(prog_dlsym(libc, "malloc"), libc_malloc);
   const int64_t after = Heap().live.load();
   block = hooked_malloc(64 << 20);
   ASSERT_NE(block, nullptr);
