@@ -336,6 +336,11 @@ TEST_F(CpuSignalHandlerTest, SignalsThatAreNotOurTicksGoToTheProgramNotToTheRing
 }
 
 TEST_F(CpuSignalHandlerTest, TicksNeverReachTheProgramAndItsOwnTimerDoes) {
+#if defined(__SANITIZE_THREAD__)
+  // TSan defers a signal to the thread's next intercepted call and keeps one pending signal
+  // per number: during the burn loop the program's expiries and our ticks overwrite each other.
+  GTEST_SKIP() << "TSan merges pending signals of one number";
+#endif
   // The program handles the sampling signal and runs a CPU timer of its own on it, with a
   // payload of its own: its handler gets exactly its timer's expiries, the ring exactly ours.
   static ThreadSlot slot(1 << 20);
@@ -344,14 +349,17 @@ TEST_F(CpuSignalHandlerTest, TicksNeverReachTheProgramAndItsOwnTimerDoes) {
   g_program_calls = 0;
   SetCpuSamplingEnabled(true);
   Arm(&slot, &ours);
+  // Directed at this thread: a process-directed signal may go to a sanitizer runtime's own
+  // thread, where TSan defers the handler indefinitely.
   sigevent sev;
   std::memset(&sev, 0, sizeof(sev));
-  sev.sigev_notify = SIGEV_SIGNAL;
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev._sigev_un._tid = CurrentTid();
   sev.sigev_signo = CpuSamplingSignal();
   static int program_payload;
   sev.sigev_value.sival_ptr = &program_payload;
   timer_t theirs;
-  ASSERT_EQ(timer_create(CLOCK_PROCESS_CPUTIME_ID, &sev, &theirs), 0);
+  ASSERT_EQ(timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &theirs), 0);
   itimerspec spec{{0, 50'000'000}, {0, 50'000'000}};  // every 50 ms of CPU
   ASSERT_EQ(timer_settime(theirs, 0, &spec, nullptr), 0);
   BurnForSamples(slot, 20, 300'000'000, BurnCpuNs);
