@@ -26,6 +26,12 @@ DEFAULT_MEMORY_INTERVAL_BYTES = 512 * 1024
 MEMORY_INTERVAL_RANGE_BYTES = (1024, 1 << 40)
 # The aggregator wakes this often: it measures off-CPU (wait) time and drains samples.
 TICK_INTERVAL_S = 0.02
+# CPU sampling is reported as not working when the sampled CPU time covers less than this
+# share of the CPU time the process used while profiled and misses more than this many
+# seconds of it. Normal runs sample all but the last interval of each thread (and peakline's
+# own threads, a few per cent), so the bounds are far from them.
+_SAMPLED_CPU_SHARE_MIN = 0.5
+_MISSING_CPU_MIN_S = 0.5
 
 
 # Session start imports as little as it can: what is imported before the program runs is
@@ -177,6 +183,44 @@ def _peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _signal_name(signo: int | None) -> str:
+    import signal
+
+    if not signo:
+        return "the sampling signal"
+    if signo == signal.SIGRTMAX:
+        return "SIGRTMAX"
+    if signal.SIGRTMIN <= signo < signal.SIGRTMAX:
+        return f"SIGRTMAX-{signal.SIGRTMAX - signo}"
+    return f"signal {signo}"
+
+
+def sampling_warning(raw: dict[str, Any], process_cpu_ns: int,
+                     sample_native_threads: bool = True) -> str | None:
+    """Why the CPU figures of a finished session are incomplete, or None.
+
+    Two signs: the kernel no longer runs peakline's handler for its signal (replaced by a raw
+    system call, which the sigaction hooks cannot see), or the sampled CPU time falls far short
+    of the CPU time the process used (threads that block the signal get no samples). Without
+    native-thread sampling the second test does not apply (unsampled threads are expected).
+    """
+    stats = raw.get("stats", {})
+    name = _signal_name(stats.get("cpu_signal"))
+    if stats.get("cpu_signal_handler_replaced"):
+        return (f"CPU sampling stopped: the handler of its signal ({name}) was replaced behind "
+                "peakline's back; CPU figures are incomplete")
+    if not sample_native_threads:
+        return None
+    sampled_ns = sum(thread[2] for thread in raw.get("threads", ()))
+    missing_ns = process_cpu_ns - sampled_ns
+    if (missing_ns > _MISSING_CPU_MIN_S * 1e9
+            and sampled_ns < _SAMPLED_CPU_SHARE_MIN * process_cpu_ns):
+        return (f"CPU sampling covered only {sampled_ns / 1e9:.2f} s of the "
+                f"{process_cpu_ns / 1e9:.2f} s of CPU this process used; threads that block "
+                f"{name} are not sampled, CPU figures are incomplete")
+    return None
+
+
 def _core():
     try:
         from peakline import _core
@@ -231,6 +275,7 @@ class Session:
         self.argv = list(argv if argv is not None else sys.argv)
         self._started_wall: float | None = None
         self._started_mono = 0.0
+        self._started_cpu_ns = 0
         self._start_returned_mono = 0.0
         self._elapsed_s = 0.0
         self._raw: dict[str, Any] | None = None
@@ -265,6 +310,7 @@ class Session:
         interval_ns = int(round(self.options.cpu_sampling_interval_s * 1e9))
         self._started_wall = time.time()
         self._started_mono = time.perf_counter()
+        self._started_cpu_ns = time.process_time_ns()
         self._thread_names.install(core)
         try:
             core.start(interval_ns, int(TICK_INTERVAL_S * 1e9), self.options.sample_native_threads,
@@ -290,9 +336,18 @@ class Session:
             self._close_phase(phase, now)
         self._open_phases.clear()
         core.stop()
+        process_cpu_ns = time.process_time_ns() - self._started_cpu_ns
         self._thread_names.uninstall()
         self._elapsed_s = now - self._started_mono
         self._raw = core.collect()
+        self._raw.setdefault("stats", {})["process_cpu_ns"] = process_cpu_ns
+        warning = sampling_warning(self._raw, process_cpu_ns, self.options.sample_native_threads)
+        self._raw["sampling_warning"] = warning
+        if warning is not None and sys.stderr is not None:
+            try:
+                print(f"peakline: warning: {warning}", file=sys.stderr, flush=True)
+            except (OSError, ValueError):  # stderr closed by the program
+                pass
         if self._torch_probe is not None and self._raw.get("gpu") is not None:
             self._raw["gpu"]["torch"] = self._torch_probe.finish(self._selection.is_reported)
         if _current is self:

@@ -405,3 +405,17 @@ def test_stale_child_directories_are_reclaimed_and_live_ones_kept(tmp_path):
     result = run_peakline([str(ok)], tmp_path, timeout=60, env=env)
     assert result.returncode == 0, result.stderr
     assert os.listdir(tmp) == [live]
+
+
+def test_merge_sums_process_cpu_and_keeps_each_processs_sampling_warning(build, app_source):
+    from peakline.model.merge import merge_processes
+
+    frames = [(app_source, "work", 2, 3)]
+    parent = build(frames, [(1, (0,), 1_000_000, 0, 0, 0, 1, 0)])
+    child = build(frames, [(2, (0,), 1_000_000, 0, 0, 0, 1, 0)])
+    child.pid = 4243
+    parent.sampling.process_cpu_s, child.sampling.process_cpu_s = 1.5, 2.0
+    child.sampling.warning = "CPU sampling covered only 0.00 s"
+    merged = merge_processes(parent, [child])
+    assert merged.sampling.process_cpu_s == pytest.approx(3.5)
+    assert merged.sampling.warning == "process 4243: CPU sampling covered only 0.00 s"

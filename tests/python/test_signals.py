@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from peakline_proc import PROGRAMS, run_peakline
 
 SIGNALS = PROGRAMS / "signals_own.py"
@@ -58,3 +60,70 @@ def test_sigterm_leaves_a_usable_profile_and_dies_by_sigterm(tmp_path):
     assert proc.returncode == -signal.SIGTERM
     profile = json.loads(out.read_text())
     assert profile["exit_code"] == 128 + signal.SIGTERM
+
+
+# --- peakline's own CPU sampling signal (tests/programs/sampling_signal.py) -----------------
+
+SAMPLING_SIGNAL = PROGRAMS / "sampling_signal.py"
+
+
+def _burn_line_cpu_s(profile: dict) -> float:
+    from peakline_proc import cpu_s, line_record, marked_lines
+
+    return cpu_s(line_record(profile, SAMPLING_SIGNAL, marked_lines(SAMPLING_SIGNAL)["burn"]))
+
+
+def _run_sampling_signal(tmp_path, mode: str, *extra: str):
+    plain = subprocess.run([sys.executable, str(SAMPLING_SIGNAL), mode], capture_output=True,
+                           text=True, timeout=60)
+    assert plain.returncode == 0, plain.stderr
+    result = run_peakline([*extra, "--no-report", str(SAMPLING_SIGNAL), mode], tmp_path,
+                          timeout=120)
+    assert result.returncode == plain.returncode, result.stderr
+    return plain, result
+
+
+def _check_cpu_sampled(result) -> None:
+    # The program measured its own CPU time (1 s of burning): peakline's figure must match it.
+    used = float(result.stdout.splitlines()[0].split()[1])
+    profile = result.profile()
+    assert _burn_line_cpu_s(profile) == pytest.approx(used, rel=0.1, abs=0.05)
+    sampling = profile["sampling"]
+    assert signal.SIGRTMIN <= sampling["signal"] <= signal.SIGRTMAX
+    assert "warning" not in sampling, sampling
+    assert "peakline: warning" not in result.stderr
+
+
+@pytest.mark.parametrize("extra", [(), ("--cpu-only",)], ids=["full", "cpu_only"])
+def test_resetting_every_signal_keeps_sampling_and_sigaction_reports_the_reset(tmp_path, extra):
+    plain, result = _run_sampling_signal(tmp_path, "reset", *extra)
+    assert result.stdout.splitlines()[1:] == plain.stdout.splitlines()[1:] == ["all SIG_DFL True"]
+    _check_cpu_sampled(result)
+
+
+def test_a_catch_all_handler_receives_no_sampling_tick(tmp_path):
+    plain, result = _run_sampling_signal(tmp_path, "catchall")
+    assert result.stdout.splitlines()[1:] == plain.stdout.splitlines()[1:] == ["arrived {}"]
+    _check_cpu_sampled(result)
+
+
+def test_a_handler_on_the_sampling_signal_gets_its_own_signals_and_no_tick(tmp_path):
+    # The program handles every real-time signal, peakline's included, and sends each to
+    # itself once: each arrives exactly once, no tick reaches the program, CPU is measured.
+    plain, result = _run_sampling_signal(tmp_path, "realtime")
+    assert plain.stdout.splitlines()[1].startswith("each once True")
+    assert result.stdout.splitlines()[1].startswith("each once True"), result.stdout
+    _check_cpu_sampled(result)
+
+
+def test_sampling_that_stops_working_is_reported(tmp_path):
+    # The program blocks every signal in its only thread, so no tick arrives while it burns
+    # 1.5 s of CPU: one line on stderr and the profile's sampling.warning say so.
+    result = run_peakline(["--no-report", str(SAMPLING_SIGNAL), "blockall"], tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr
+    used = float(result.stdout.split()[1])
+    sampling = result.profile()["sampling"]
+    assert sampling["process_cpu_s"] >= used
+    assert "CPU sampling covered only" in sampling["warning"]
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("peakline: warning")]
+    assert warnings == [f"peakline: warning: {sampling['warning']}"]

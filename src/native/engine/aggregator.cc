@@ -13,6 +13,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "engine/cpu_signal_handler.h"
 #include "engine/own_threads.h"
 #include "engine/python_frames.h"
 #include "engine/signal_watch.h"
@@ -309,7 +310,8 @@ ThreadSlot* Aggregator::Register(pid_t tid, bool python) {
   seed_ ^= seed_ >> 7;
   seed_ ^= seed_ << 17;
   const int64_t first = 1 + static_cast<int64_t>(seed_ % static_cast<uint64_t>(config_.cpu_interval_ns));
-  if (ArmThreadCpuTimer(tid, config_.signo, slot, config_.cpu_interval_ns, first, &slot->timer) == 0) {
+  if (ArmThreadCpuTimer(tid, config_.signo, CpuTickValue(slot), config_.cpu_interval_ns, first,
+                        &slot->timer) == 0) {
     slot->armed = true;
   } else {
     ++stats_.timer_errors;

@@ -15,6 +15,7 @@
 #include "engine/python_frames.h"
 #include "engine/thread_cpu_timer.h"
 #include "hooks/allocation_hooks.h"
+#include "hooks/process_hooks.h"
 #include "hooks/pymem_hooks.h"
 
 namespace peakline::engine {
@@ -170,6 +171,7 @@ std::string StartProfiler(const ProfilerConfig& config) {
   ac.sample_native_threads = config.sample_native_threads;
   ac.main_tid = config.main_tid;
   ac.signo = CpuSamplingSignal();
+  if (ac.signo < 0) return "no free real-time signal for CPU sampling (every one is handled, ignored or blocked)";
   ac.memory = config.memory;
   ac.file_filter = static_cast<PyObject*>(config.file_filter);
   ac.gpu = config.gpu;
@@ -178,6 +180,12 @@ std::string StartProfiler(const ProfilerConfig& config) {
   g_start_ns = ac.start_ns;
   if (int err = InstallCpuSignalHandler(ac.signo, CapturePythonStack); err != 0) {
     return std::string("cannot install the sampling signal handler: ") + std::strerror(err);
+  }
+  // The program's own sigaction calls for the sampling signal are recorded, never applied
+  // (process_hooks.h); they stay installed with the handler for the life of the process.
+  if (std::string error; !hooks::StartProcessHooks(reinterpret_cast<const void*>(&StartProfiler),
+                                                   &error)) {
+    return "cannot install the signal and dlsym hooks: " + error;
   }
   // A finished session whose operation is still on some stack (stopped from inside one of
   // its own callbacks) is left alive: it resumes when that callback returns.
@@ -344,6 +352,7 @@ Snapshot CollectProfile() {
     };
   }
   const AggregatorStats& s = g_finished->stats();
+  const CpuSignalStatus signal_status = GetCpuSignalStatus();
   snap.stats = {{"cpu_samples", s.cpu_samples},
                 {"wait_samples", s.wait_samples},
                 {"dropped_samples", g_finished->DroppedSamples()},
@@ -355,6 +364,9 @@ Snapshot CollectProfile() {
                 {"deferred_code_frees", s.deferred_code_frees},
                 {"finished_threads", s.finished_threads},
                 {"main_stack_readings", static_cast<int64_t>(g_main_stack.readings())},
+                {"cpu_signal", signal_status.signo},
+                {"cpu_signal_handler_replaced", signal_status.handler_intact ? 0 : 1},
+                {"forwarded_signals", static_cast<int64_t>(signal_status.forwarded)},
                 {"cpu_interval_ns", g_finished->config().cpu_interval_ns},
                 {"tick_interval_ns", g_finished->config().tick_ns},
                 // The session's time zero on CLOCK_MONOTONIC: every *_ns time above and the

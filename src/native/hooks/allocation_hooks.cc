@@ -13,7 +13,6 @@
 #include <memory>
 
 #include "engine/zeroed_pages.h"
-#include "hooks/dlopen_search.h"
 #include "hooks/symbol_patcher.h"
 #include "memory/byte_sampler.h"
 #include "memory/memory_event.h"
@@ -54,7 +53,6 @@ struct RealFunctions {
   void* (*memcpy_chk)(void*, const void*, size_t, size_t);
   void* (*memmove_chk)(void*, const void*, size_t, size_t);
   void* (*mempcpy_chk)(void*, const void*, size_t, size_t);
-  void* (*dlopen)(const char*, int);
 };
 RealFunctions g_real;
 
@@ -483,17 +481,6 @@ void* HookMempcpyChk(void* d, const void* src, size_t n, size_t cap) {
   return g_real.mempcpy_chk(d, src, n, cap);
 }
 
-__attribute__((noinline)) void* HookDlopen(const char* file, int flags) {
-  void* handle = DlopenAsCaller(g_real.dlopen, file, flags, __builtin_return_address(0));
-  if (handle != nullptr && g_patcher != nullptr) {
-    HookThreadState& s = t_state;
-    BusyScope busy(s);  // the patcher allocates; those are peakline's bytes
-    g_patcher->PatchNewObjects();
-    RefreshBlasRanges();
-  }
-  return handle;
-}
-
 template <typename F>
 Interposition Entry(const char* name, F replacement, F* original) {
   return Interposition{name, reinterpret_cast<void*>(replacement), reinterpret_cast<void**>(original)};
@@ -557,7 +544,6 @@ bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
       Entry("__memcpy_chk", &HookMemcpyChk, &g_real.memcpy_chk),
       Entry("__memmove_chk", &HookMemmoveChk, &g_real.memmove_chk),
       Entry("__mempcpy_chk", &HookMempcpyChk, &g_real.mempcpy_chk),
-      Entry("dlopen", &HookDlopen, &g_real.dlopen),
   };
   if (g_patcher == nullptr) g_patcher = new SymbolPatcher();
   const void* skip[] = {self_addr};
@@ -599,6 +585,44 @@ MemoryHookStats HookStats() {
 }
 
 void MarkCurrentThreadInternal() { t_state.internal = true; }
+
+void PatchObjectsLoadedSince(SymbolPatcher* other) {
+  HookThreadState& s = t_state;
+  BusyScope busy(s);  // the patchers allocate; those are peakline's bytes
+  if (other != nullptr) other->PatchNewObjects();
+  if (g_patcher != nullptr) {
+    g_patcher->PatchNewObjects();
+    RefreshBlasRanges();  // a BLAS library may be among the new objects
+  }
+}
+
+void* AllocationReplacementFor(void* real) {
+  if (real == nullptr || !g_counting.load(std::memory_order_relaxed)) return real;
+  struct Pair {
+    void* real;
+    void* hook;
+  };
+  auto pair = [](auto& original, auto hook) {
+    return Pair{reinterpret_cast<void*>(__atomic_load_n(&original, __ATOMIC_RELAXED)),
+                reinterpret_cast<void*>(hook)};
+  };
+  const Pair pairs[] = {
+      pair(g_real.malloc, &HookMalloc),          pair(g_real.calloc, &HookCalloc),
+      pair(g_real.realloc, &HookRealloc),        pair(g_real.reallocarray, &HookReallocarray),
+      pair(g_real.free, &HookFree),              pair(g_real.posix_memalign, &HookPosixMemalign),
+      pair(g_real.aligned_alloc, &HookAlignedAlloc), pair(g_real.memalign, &HookMemalign),
+      pair(g_real.valloc, &HookValloc),          pair(g_real.pvalloc, &HookPvalloc),
+      pair(g_real.mmap, &HookMmap),              pair(g_real.mmap64, &HookMmap64),
+      pair(g_real.munmap, &HookMunmap),          pair(g_real.memcpy, &HookMemcpy),
+      pair(g_real.memmove, &HookMemmove),        pair(g_real.mempcpy, &HookMempcpy),
+      pair(g_real.memcpy_chk, &HookMemcpyChk),   pair(g_real.memmove_chk, &HookMemmoveChk),
+      pair(g_real.mempcpy_chk, &HookMempcpyChk),
+  };
+  for (const Pair& p : pairs) {
+    if (p.real == real) return p.hook;
+  }
+  return real;
+}
 
 namespace internal {
 

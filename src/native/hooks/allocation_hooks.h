@@ -1,6 +1,8 @@
 // Allocation and copy hooks: the replacements that the SymbolPatcher installs in every loaded
-// object's GOT (malloc family, mmap/munmap, memcpy family, dlopen), plus the entry points
-// that the Python-domain allocator wrappers (hooks/pymem_hooks.h) call.
+// object's GOT (malloc family, mmap/munmap, memcpy family), plus the entry points that the
+// Python-domain allocator wrappers (hooks/pymem_hooks.h) call. dlopen and dlsym, which make
+// libraries loaded later and pointers looked up at run time go through these hooks too, are
+// in hooks/process_hooks.h.
 //
 // What a hook does, in order (hot path: no locks, no allocation, no exceptions):
 //   1. call the real function;
@@ -69,6 +71,16 @@ MemoryHookStats HookStats();
 
 // The calling thread is part of peakline (the aggregator): its allocations are not counted.
 void MarkCurrentThreadInternal();
+
+class SymbolPatcher;
+// After a dlopen (hooks/process_hooks.cc): patches newly loaded objects for `other` and for
+// the allocation hooks, as peakline (the patchers' own allocations are not counted).
+void PatchObjectsLoadedSince(SymbolPatcher* other);
+
+// While the hooks count: the hook that forwards to `real` if `real` is one of their originals
+// (what dlsym should hand out for it), else `real`. The hook stays safe to call after the
+// session: it forwards for ever and counts only while a session counts.
+void* AllocationReplacementFor(void* real);
 
 // For hooks/pymem_hooks.cc: EnterPythonDomain, LeavePythonDomain, OnPythonAlloc and
 // OnPythonFree are inline, in hooks/hook_thread_state.h.

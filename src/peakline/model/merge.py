@@ -76,6 +76,17 @@ def process_record(profile: Profile, *, merged: bool = True,
     return record
 
 
+def _merge_sampling_health(into: dict[str, Any], child: dict[str, Any], pid: int) -> None:
+    """process_cpu_s adds up (when every process has it); a child's warning is kept, named."""
+    if "process_cpu_s" in into and "process_cpu_s" in child:
+        into["process_cpu_s"] += child["process_cpu_s"]
+    else:
+        into.pop("process_cpu_s", None)
+    if child.get("warning"):
+        named = f"process {pid}: {child['warning']}"
+        into["warning"] = f"{into['warning']}; {named}" if into.get("warning") else named
+
+
 def merge_processes(parent: Profile, children: Sequence[Profile],
                     unfinished: Iterable[dict[str, Any]] = ()) -> Profile:
     """The parent's profile with ``children`` merged in (see the module docstring)."""
@@ -105,6 +116,7 @@ def merge_processes(parent: Profile, children: Sequence[Profile],
                     (*_TIME_FIELDS, "unattributed_s"))
         _merge_sums(doc.setdefault("sampling", {}), child_doc.get("sampling", {}),
                     _SAMPLING_SUMS)
+        _merge_sampling_health(doc["sampling"], child_doc.get("sampling", {}), child.pid)
         _merge_threads(doc, child_doc)
         _merge_stacks(doc, child_doc)
         _merge_memory(doc, child_doc)

@@ -459,11 +459,18 @@ class Sampling(_Record):
     # Optional (0 when absent): how often the core met itself half-way (docs/sampling.md).
     deferred_code_frees: int = 0
     skipped_ticks: int = 0
+    # Optional (absent when unknown): the CPU sampling signal, the process's CPU time while
+    # profiled, and why the CPU figures are incomplete (docs/profile-format.md).
+    signal: int | None = None
+    process_cpu_s: float | None = None
+    warning: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (*(_Field(name, _count) for name in (
         "cpu_samples", "wait_samples", "dropped_samples", "invalid_frames", "truncated_stacks")),
-        _optional("deferred_code_frees", _count), _optional("skipped_ticks", _count))
+        _optional("deferred_code_frees", _count), _optional("skipped_ticks", _count),
+        _optional("signal", _nullable(_count)), _optional("process_cpu_s", _nullable(_seconds)),
+        _optional("warning", _nullable(_str)))
 
     @property
     def samples(self) -> int:
