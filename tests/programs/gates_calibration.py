@@ -1,0 +1,34 @@
+"""Calibration for budgets and comparisons (tests/python/test_gates*.py): known exact peaks.
+
+usage: gates_calibration.py [--grow PCT] [--leak] [--exit N]
+
+Holds 200 MiB (one numpy array, line "hold") plus, with --grow, PCT% more on line "grow";
+with --leak, line "leak" keeps 1 MiB every 10 ms for 1.6 s. Phases: "load", "fit".
+"""
+import sys
+import time
+
+import numpy as np
+
+import peakline
+
+MiB = 1 << 20
+args = sys.argv[1:]
+grow = float(args[args.index("--grow") + 1]) if "--grow" in args else 0.0
+
+with peakline.phase("load"):
+    held = np.ones(200 * MiB // 8)  # LINE hold
+    extra = np.ones(int(200 * MiB * grow / 100) // 8) if grow else None  # LINE grow
+
+with peakline.phase("fit"):
+    leak = []
+    if "--leak" in args:
+        for _ in range(160):
+            leak.append(np.ones(MiB // 8))  # LINE leak
+            time.sleep(0.01)
+    total = float(held.sum())
+
+del held, extra
+print("done", total, flush=True)
+if "--exit" in args:
+    sys.exit(int(args[args.index("--exit") + 1]))
