@@ -254,13 +254,13 @@ def _against_baseline(runs: Sequence[Profile], base: Profile, tolerance_pct: flo
         limit = int(math.floor(base.peak_bytes * factor))
         results.append(Result("baseline_peak", limit, worst.peak_bytes,
                               worst.peak_bytes <= limit, grown[:EVIDENCE_LINES],
-                              note=f"baseline {base.peak_bytes} bytes + {tolerance_pct:g}%"))
+                              note=f"baseline {human_bytes(base.peak_bytes)} + {tolerance_pct:g}%"))
         rss = max(runs, key=lambda p: p.peak_rss_bytes or 0)
         if rss.peak_rss_bytes is not None and base.peak_rss_bytes is not None:
             limit = int(math.floor(base.peak_rss_bytes * factor))
             results.append(Result("baseline_rss", limit, rss.peak_rss_bytes,
                                   rss.peak_rss_bytes <= limit, grown[:EVIDENCE_LINES],
-                                  note=f"baseline {base.peak_rss_bytes} bytes + "
+                                  note=f"baseline {human_bytes(base.peak_rss_bytes)} + "
                                        f"{tolerance_pct:g}%"))
         over = [e for e in grown if not e["ok"]]
         if over:
