@@ -388,7 +388,7 @@ def render_text(verdict: Verdict) -> str:
         if not r.ok:
             out.extend("       " + describe_line(r.name, e) for e in r.lines)
     n = len(verdict.failed)
-    out.append(f"peakline check: {'pass' if verdict.ok else 'FAIL'}: "
+    out.append(f"budgets: {'pass' if verdict.ok else 'FAIL'}: "
                f"{len(verdict.results) - n} of {len(verdict.results)} budgets held"
                + (f"; over budget: {', '.join(r.name for r in verdict.failed)}" if n else ""))
     return "\n".join(out) + "\n"
