@@ -1,9 +1,10 @@
 """Calibration for budgets and comparisons (tests/python/test_gates*.py): known exact peaks.
 
-usage: gates_calibration.py [--grow PCT] [--leak] [--exit N]
+usage: gates_calibration.py [--grow PCT] [--leak] [--spin SECONDS] [--exit N]
 
 Holds 200 MiB (one numpy array, line "hold") plus, with --grow, PCT% more on line "grow";
-with --leak, line "leak" keeps 1 MiB every 10 ms for 1.6 s. Phases: "load", "fit".
+with --leak, line "leak" keeps 1 MiB every 10 ms for 1.6 s; --spin burns SECONDS of CPU time
+on line "spin". Phases: "load", "fit".
 """
 import sys
 import time
@@ -27,6 +28,10 @@ with peakline.phase("fit"):
             leak.append(np.ones(MiB // 8))  # LINE leak
             time.sleep(0.01)
     total = float(held.sum())
+    if "--spin" in args:
+        until = time.process_time() + float(args[args.index("--spin") + 1])
+        while time.process_time() < until:  # LINE spin
+            pass
 
 del held, extra
 print("done", total, flush=True)
