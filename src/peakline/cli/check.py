@@ -71,10 +71,16 @@ def parse_options(tokens: list[str]) -> _options.Values:
     values = _options.parse(tokens, OPTIONS)
     if values is None:
         import argparse
-        values = _options.parse_with_argparse(
-            tokens, OPTIONS, prog="peakline check", description=DESCRIPTION, usage=USAGE,
-            formatter_class=argparse.RawDescriptionHelpFormatter)
+        parser = _options.build_parser(OPTIONS, prog="peakline check", description=DESCRIPTION,
+                                       usage=USAGE,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter)
+        parser.error = _one_line_error
+        values = _options.Values(**vars(parser.parse_args(list(tokens))))
     return values
+
+
+def _one_line_error(message: str):
+    raise UsageError(f"{message} (see `peakline check --help`)")
 
 
 def run_tokens(tokens: list[str]) -> list[str]:
