@@ -277,3 +277,18 @@ def test_help_lists_run_options_and_budgets(tmp_path):
     for flag in ("--max-peak", "--no-leaks", "--baseline", "--junit", "--summary", "--json",
                  "--cpu-sampling-rate", "--outfile", "--profile"):
         assert flag in proc.stdout
+
+
+def test_module_target_and_its_pyproject_table(tmp_path):
+    shutil.copy(CALIBRATION, tmp_path / "calib_mod.py")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.peakline.budgets."calib_mod"]\nmax_peak = "199MB"\n')
+    out = tmp_path / "v.json"
+    proc = peakline("check", "--no-report", "--json", out, "-m", "calib_mod", "--grow", "10",
+                    cwd=tmp_path)
+    assert proc.returncode == OVER_BUDGET, proc.stderr
+    assert proc.stdout.startswith("done ")
+    v = json.loads(out.read_text())
+    assert v["program"] == "-m calib_mod" and budget(v, "max_peak")["limit"] == 199 * MiB
+    assert budget(v, "max_peak")["measured"] >= HOLD + 20 * MiB  # --grow 10 reached the program
+    assert (tmp_path / "peakline-calib_mod.json").exists()
