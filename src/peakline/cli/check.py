@@ -180,13 +180,11 @@ def _read_baseline(budgets: dict, program: str):
     path = budgets.get("baseline")
     if not path:
         return None
-    from peakline.gates.verdict import _program_key
+    from peakline.gates.verdict import check_same_program
     from peakline.model.profile_file import read_profile
 
     baseline = read_profile(path)
-    if _program_key(program) != _program_key(baseline.program):
-        raise _budgets.IncomparableError(
-            f"{path}: a baseline of another program ({baseline.program!r}, not {program!r})")
+    check_same_program(program, baseline, path)
     return baseline
 
 

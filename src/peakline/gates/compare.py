@@ -291,7 +291,8 @@ def render_html(comp: Comparison, stream) -> None:
     for n, path, prof in zip(names, comp.paths, comp.profiles):
         parts.append(f"<li><b>{esc(n)}</b>: {esc(path)} &mdash; {esc(prof.program)} "
                      f"({esc(prof.started_at)})</li>")
-    parts.append("</ul><h2>Totals</h2><div class=\"wrap\"><table id=\"totals\"><thead><tr><th></th>")
+    parts.append("</ul><h2>Totals</h2><div class=\"wrap\"><table id=\"totals\"><thead>"
+                 "<tr><th></th>")
     parts += [f"<th>{esc(n)}</th>" for n in names]
     parts += [f"<th>{esc(n)} vs A</th>" for n in names[1:]]
     parts.append("</tr></thead><tbody>")

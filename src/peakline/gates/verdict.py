@@ -236,11 +236,13 @@ def _median_note(n: int, what: str) -> str:
     return f"median {what} of {n} runs" if n > 1 else ""
 
 
-def check_same_program(profile: Profile, baseline: Profile, source: str) -> None:
-    """IncomparableError when ``baseline`` is a profile of another program."""
-    if _program_key(profile.program) != _program_key(baseline.program):
+def check_same_program(program: str, baseline: Profile, source: str) -> None:
+    """IncomparableError when ``baseline`` is a profile of another program than ``program``
+    (a profile's ``program``: the script as given, or ``-m module``). Scripts are compared by
+    file name, so a baseline made in another checkout or folder still applies."""
+    if _program_key(program) != _program_key(baseline.program):
         raise IncomparableError(f"{source}: a baseline of another program "
-                                f"({baseline.program!r}, not {profile.program!r})")
+                                f"({baseline.program!r}, not {program!r})")
 
 
 def _program_key(program: str) -> str:
