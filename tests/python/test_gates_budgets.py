@@ -97,3 +97,16 @@ def test_pyproject_errors_name_the_file(tmp_path):
     path.write_text('[tool.peakline.budgets\n')
     with pytest.raises(UsageError, match="not valid TOML"):
         budgets.config_budgets(str(path))
+
+
+@pytest.mark.parametrize("tokens", [
+    [], ["--max-peak", "1G", "--no-leaks"], ["--max-time=2m", "--cpu-only", "-o", "p.json"],
+    ["--baseline", "old.json", "--tolerance", "5", "--repeat", "3", "--json=-"],
+    ["--junit", "r.xml", "--summary", "s.md", "--max-line-peak", "10M", "--no-config"],
+    ["--profile", "p.json", "--max-gpu-peak", "1G", "--max-leak-rate", "1M/s"],
+], ids=lambda t: " ".join(t) or "(none)")
+def test_check_fast_path_reads_like_argparse(tokens):
+    from peakline.cli import options
+    fast = options.parse(tokens, check.OPTIONS)
+    assert fast is not None
+    assert fast == options.parse_with_argparse(tokens, check.OPTIONS, prog="peakline check")
