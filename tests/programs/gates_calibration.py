@@ -1,8 +1,8 @@
 """Calibration for budgets and comparisons (tests/python/test_gates*.py): known exact peaks.
 
-usage: gates_calibration.py [--grow PCT] [--leak] [--spin SECONDS] [--exit N]
+usage: gates_calibration.py [--hold MIB] [--grow PCT] [--leak] [--spin SECONDS] [--exit N]
 
-Holds 200 MiB (one numpy array, line "hold") plus, with --grow, PCT% more on line "grow";
+Holds 200 MiB (one numpy array, line "hold"; --hold changes the size) plus, with --grow, PCT% more on line "grow";
 with --leak, line "leak" keeps 1 MiB every 10 ms for 1.6 s; --spin burns SECONDS of CPU time
 on line "spin". Phases: "load", "fit".
 """
@@ -16,10 +16,11 @@ import peakline
 MiB = 1 << 20
 args = sys.argv[1:]
 grow = float(args[args.index("--grow") + 1]) if "--grow" in args else 0.0
+hold = int(args[args.index("--hold") + 1]) if "--hold" in args else 200
 
 with peakline.phase("load"):
-    held = np.ones(200 * MiB // 8)  # LINE hold
-    extra = np.ones(int(200 * MiB * grow / 100) // 8) if grow else None  # LINE grow
+    held = np.ones(hold * MiB // 8)  # LINE hold
+    extra = np.ones(int(hold * MiB * grow / 100) // 8) if grow else None  # LINE grow
 
 with peakline.phase("fit"):
     leak = []
