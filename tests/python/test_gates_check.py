@@ -294,3 +294,28 @@ def test_module_target_and_its_pyproject_table(tmp_path):
     assert v["program"] == "-m calib_mod" and budget(v, "max_peak")["limit"] == 199 * MiB
     assert budget(v, "max_peak")["measured"] >= HOLD + 20 * MiB  # --grow 10 reached the program
     assert (tmp_path / "peakline-calib_mod.json").exists()
+
+
+def test_stdin_passes_through_and_sigterm_reaches_the_program(tmp_path):
+    echo = tmp_path / "echo.py"
+    echo.write_text("import sys\nprint(sys.stdin.read().upper(), end='')\n")
+    proc = subprocess.run([sys.executable, "-m", "peakline", "check", "--no-config",
+                           "--no-report", "--max-time", "1m", "-o", str(tmp_path / "e.json"),
+                           str(echo)], input="hello\n", capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == "HELLO\n", proc.stderr
+    sleeper = tmp_path / "sleeper.py"
+    sleeper.write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    child = subprocess.Popen([sys.executable, "-m", "peakline", "check", "--no-config",
+                              "--no-report", "--max-time", "1m", "-o", str(tmp_path / "s.json"),
+                              str(sleeper)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=tmp_path)
+    try:
+        assert child.stdout.readline() == "ready\n"
+        child.terminate()
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    # the program died by SIGTERM (128 + 15) after writing its profile; the report follows
+    assert child.returncode == 143, err
+    assert "ok   max_time" in err and read_profile(tmp_path / "s.json").elapsed_s < 60
