@@ -11,8 +11,10 @@ USAGE = """\
 usage: peakline [--version] [--help] COMMAND ...
 
 commands:
-  run    run a Python program under the profiler and report where time went, line by line
-  view   show a saved profile file
+  run      run a Python program under the profiler and report where time went, line by line
+  view     show a saved profile file
+  check    run a program (or read a profile) and judge it against memory/time budgets
+  compare  show two or more profiles side by side: totals and the rows that changed most
 
 `peakline COMMAND --help` describes each command.
 """
@@ -34,7 +36,14 @@ def main(argv: list[str] | None = None) -> int:
         if command == "view":
             from peakline.cli import view
             return view.main(rest)
-        raise_usage(f"unknown command {command!r} (expected 'run' or 'view')")
+        if command == "check":
+            from peakline.cli import check
+            return check.main(rest)
+        if command == "compare":
+            from peakline.cli import compare
+            return compare.main(rest)
+        raise_usage(f"unknown command {command!r} (expected 'run', 'view', 'check' or "
+                    "'compare')")
     except PeaklineError as exc:
         print(f"peakline: error: {exc}", file=sys.stderr)
         return exc.exit_code

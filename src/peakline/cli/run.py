@@ -83,8 +83,10 @@ def parse_options(tokens: list[str]) -> _options.Values:
     return values
 
 
-def split_command_line(argv: list[str]) -> tuple[list[str], Target | None]:
-    """Splits argv into (peakline options, target). Target is None with --help or nothing."""
+def split_command_line(argv: list[str], value_options: frozenset[str] = _VALUE_OPTIONS
+                       ) -> tuple[list[str], Target | None]:
+    """Splits argv into (peakline options, target). Target is None with --help or nothing.
+    ``value_options``: the flags that take a value (`peakline check` adds its own)."""
     ours: list[str] = []
     i = 0
     while i < len(argv):
@@ -101,7 +103,7 @@ def split_command_line(argv: list[str]) -> tuple[list[str], Target | None]:
         if not tok.startswith("-") or tok == "-":
             break
         ours.append(tok)
-        if tok in _VALUE_OPTIONS:
+        if tok in value_options:
             if i + 1 >= len(argv):
                 raise UsageError(f"{tok} needs a value")
             ours.append(argv[i + 1])
