@@ -12,7 +12,8 @@ usage: peakline [--version] [--help] COMMAND ...
 
 commands:
   run    run a Python program under the profiler and report where time went, line by line
-  view   show a saved profile file
+  view   show a saved profile file (or sweep file)
+  sweep  run a program at several sizes and fit how its memory and time grow
 
 `peakline COMMAND --help` describes each command.
 """
@@ -34,7 +35,10 @@ def main(argv: list[str] | None = None) -> int:
         if command == "view":
             from peakline.cli import view
             return view.main(rest)
-        raise_usage(f"unknown command {command!r} (expected 'run' or 'view')")
+        if command == "sweep":
+            from peakline.cli import sweep
+            return sweep.main(rest)
+        raise_usage(f"unknown command {command!r} (expected 'run', 'view' or 'sweep')")
     except PeaklineError as exc:
         print(f"peakline: error: {exc}", file=sys.stderr)
         return exc.exit_code
