@@ -9,7 +9,7 @@ Every candidate model has the shape ``y = a + b * g(x)``, fitted by weighted lea
     nlogn      g(x) = x ln x              exponent null
     quadratic  g(x) = x^2                 exponent 2
     cubic      g(x) = x^3                 exponent 3
-    power      g(x) = x^k, k fitted       exponent k (0.1 .. 4, by a grid of 0.01)
+    power      g(x) = x^k, k fitted       exponent k (0.1 .. 4, to 0.01)
 
 The intercept ``a`` is what does not grow (the interpreter, imports, a fixed buffer).
 
@@ -28,13 +28,14 @@ Choosing the model (the criterion, stated):
    quantity is "constant" (if the constant fits within ``UNCLEAR_ERROR``) or "unclear".
 4. Among the significant two-parameter models the least SSE (floored at ``n * 3%^2``) wins,
    except that a model earlier in ``PREFERENCE`` (linear, quadratic, nlogn, log, cubic) is
-   kept while its floored SSE is within ``CLEARLY_BETTER`` (2x) of the winner's: shapes the
+   kept while its floored SSE is within ``CLEARLY_BETTER`` (3x) of the winner's: shapes the
    points cannot tell apart are reported as the simpler, commoner one (over one decade of
    sizes, n log n and log stay within 3-4% of a straight line with an intercept).
 5. A full polynomial ``a + b x + c x^2`` (+ ``d x^3``; reported as "quadratic" / "cubic", its
-   coefficients b, c, d) replaces it when its top term is significant (t(0.975, n - p)) and
-   its floored spread^2 is 2x smaller: a program's peak is often a linear buffer plus a
-   quadratic matrix.
+   coefficients b, c, d) replaces it when its top term is significant at 99% (t(0.995, n - p), the
+   spread floored at only ``POLYNOMIAL_FLOOR``, 1%: exact measurements such as the heap's
+   peak show curvature well under 3%) and its floored spread^2 is 2x smaller: a program's
+   peak is often a linear buffer plus a quadratic matrix.
 6. The power law (3 parameters) replaces it with at least 5 sizes, when an F test at 99%
    says the exponent pays for itself (or, against a full polynomial, a 2x smaller spread^2)
    and the chosen class's own exponent lies outside the power law's 90% exponent interval.
@@ -61,8 +62,10 @@ PREFERENCE = ("linear", "quadratic", "nlogn", "log", "cubic")
 EXPONENTS = {"constant": 0.0, "linear": 1.0, "quadratic": 2.0, "cubic": 3.0}
 MIN_SIZES = 3
 NOISE_FLOOR = 0.03
+POLYNOMIAL_FLOOR = 0.01  # a polynomial's top term is tested against the points' own spread
 UNCLEAR_ERROR = 0.15
-CLEARLY_BETTER = 2.0
+CLEARLY_BETTER = 3.0
+POLYNOMIAL_BETTER = 2.0
 POWER_MIN_SIZES = 5
 POWER_BETTER = 2.0
 POWER_GRID = tuple(round(0.1 + 0.01 * i, 2) for i in range(391))  # 0.10 .. 4.00
@@ -270,8 +273,13 @@ def _r2_adj(c: _Candidate, ys, ws) -> float | None:
     return 1.0 - (c.sse / (n - c.p)) / (sst / (n - 1))
 
 
-def _significant(c: _Candidate, n: int) -> bool:
-    return n - c.p >= 1 and c.lead_t(_spread(c, n)) >= _t(_T975, n - c.p, 1.960)
+def _significant(c: _Candidate, n: int, floor: float = NOISE_FLOOR,
+                 table: tuple[float, ...] = _T975) -> bool:
+    dof = n - c.p
+    if dof < 1:
+        return False
+    spread = max(math.sqrt(c.sse / dof), floor)
+    return c.lead_t(spread) >= _t(table, dof, 1.960 if table is _T975 else 2.576)
 
 
 def fit_growth(name: str, xs: Sequence[float], ys: Sequence[float], *,
@@ -316,8 +324,8 @@ def fit_growth(name: str, xs: Sequence[float], ys: Sequence[float], *,
         if sizes < len(terms) + 2:
             continue
         poly = _fit_terms(model, terms, xs_, ys_, ws)
-        if poly is not None and _significant(poly, n) and \
-                _score(poly, n) * CLEARLY_BETTER < _score(best, n):
+        if poly is not None and _significant(poly, n, POLYNOMIAL_FLOOR, _T995) and \
+                _score(poly, n) * POLYNOMIAL_BETTER < _score(best, n):
             best = poly
     if sizes >= POWER_MIN_SIZES:
         power = _best_power(xs_, ys_, ws)
@@ -346,8 +354,8 @@ def _power_wins(power: _Candidate, best: _Candidate, n: int) -> bool:
 def _exponent_range(power: _Candidate, n: int, xs, ys, ws) -> list[_Candidate]:
     """The power fits whose exponent is within the 90% profile-likelihood interval."""
     limit = power.sse + 2.706 * _spread(power, n) ** 2
-    return [c for c in (_fit_basis("power", xs, ys, ws, k) for k in POWER_GRID)
-            if c is not None and c.sse <= limit]
+    return [c for c in (_fit_basis("power", xs, ys, ws, k) for k in POWER_GRID[::5])
+            if c is not None and c.sse <= limit] + [power]
 
 
 def _exponent_plausible(exponent: float | None, power: _Candidate, n: int, xs, ys,
@@ -357,12 +365,19 @@ def _exponent_plausible(exponent: float | None, power: _Candidate, n: int, xs, y
     if exponent is None:
         return False
     ks = [c.k for c in _exponent_range(power, n, xs, ys, ws)]
-    return bool(ks) and min(ks) - 0.005 <= exponent <= max(ks) + 0.005
+    return bool(ks) and min(ks) - 0.05 <= exponent <= max(ks) + 0.05  # the grid step
 
 
 def _best_power(xs, ys, ws) -> _Candidate | None:
-    fits = [c for c in (_fit_basis("power", xs, ys, ws, k) for k in POWER_GRID) if c is not None]
-    return min(fits, key=lambda c: c.sse, default=None)
+    """The least-SSE exponent: the 0.1 grid, then 0.01 steps around its best."""
+    coarse = [c for c in (_fit_basis("power", xs, ys, ws, k) for k in POWER_GRID[::10])
+              if c is not None]
+    if not coarse:
+        return None
+    centre = min(coarse, key=lambda c: c.sse).k
+    fine = [c for c in (_fit_basis("power", xs, ys, ws, k) for k in POWER_GRID
+                        if abs(k - centre) <= 0.1 + 1e-9) if c is not None]
+    return min(fine + coarse, key=lambda c: c.sse)
 
 
 def _unclear(name: str, c: _Candidate, n: int, sizes: int) -> Fit:
