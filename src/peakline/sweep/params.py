@@ -81,7 +81,7 @@ def _log_range(lo_text: str, hi_text: str, count_text: str, item: str) -> list[N
         if len(set(rounded)) != count:
             raise ValueError(f"{item!r}: too many values for that integer range")
         return rounded
-    return [parse_number(repr(v)) if v == int(v) else v for v in out]
+    return [parse_number(f"{v:.12g}") for v in out]  # 1.0000000000000004 -> 1
 
 
 def format_value(value: Number) -> str:
