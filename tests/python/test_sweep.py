@@ -263,3 +263,70 @@ def test_imports_dominate_small_sizes_and_data_and_fitting_large_ones(tmp_path):
     assert large["DATA"] + large["FIT"] > large["IMPORT"]
     held = by_kind("held")
     assert held[-1]["DATA"] > 0.5 > held[0]["DATA"]
+
+
+# ---- the HTML report in a real browser ----------------------------------------------------
+
+ARTIFACTS = Path(os.environ.get("PEAKLINE_TEST_ARTIFACTS",
+                                Path(__file__).resolve().parents[1] / "artifacts"))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    import shutil
+    chromium = os.environ.get("PEAKLINE_CHROMIUM") or shutil.which("chromium") or \
+        shutil.which("chromium-browser") or "/usr/bin/chromium"
+    if not os.path.exists(chromium):
+        pytest.skip(f"no chromium at {chromium} (Debian: apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="playwright is not installed (pip install playwright)")
+    with sync_api.sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=chromium,
+                                              args=["--no-sandbox", "--headless"])
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+def test_html_report_in_chromium(browser, growth):
+    folder, _ = growth
+    html = (folder / "sweep.html").read_text()
+    import re
+    assert "<script" not in html and "default-src 'none'" in html  # no script at all
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", html) and "url(" not in html
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+            if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("request", lambda r: problems.append(f"network: {r.url}")
+            if not r.url.startswith(("file:", "data:")) else None)
+    try:
+        page.goto((folder / "sweep.html").as_uri())
+        page.wait_for_load_state("load")
+        assert "at N=20K the peak is ~" in page.locator("#target").text_content()
+        # the fitted curves with the measured points, one chart per program quantity
+        peak_chart = page.locator("figure.fit-chart[data-quantity=peak_bytes]")
+        assert peak_chart.is_visible() and "quadratic" in peak_chart.text_content()
+        assert peak_chart.locator("circle.point").count() == len(SIZES)
+        assert peak_chart.locator("path.curve").count() == 1
+        assert peak_chart.locator("circle.predicted-point").count() == 1
+        # the seed experiment: stacked shares, one bar segment per (size, line) with a share
+        held = page.locator("figure.share-chart[data-measure=held]")
+        assert held.is_visible()
+        assert held.locator("rect.share").count() >= 3 * len(SIZES)
+        heights = held.locator("rect.share").evaluate_all(
+            "rs => rs.map(r => r.getBBox().height)")
+        total = sum(heights) / len(SIZES)
+        assert total == pytest.approx(220 - 40, rel=0.02)  # every bar adds up to 100%
+        assert "QUADRATIC" in held.locator(".legend").text_content()
+        for measure in ("alloc", "time"):
+            assert page.locator(f"figure.share-chart[data-measure={measure}]").count() == 1
+        rows = page.locator("table.lines tbody tr")
+        assert rows.count() >= 4 and page.locator("table.runs tbody tr").count() == len(SIZES)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "sweep-report.png"), full_page=True)
+        assert problems == []
+    finally:
+        page.close()
