@@ -59,11 +59,11 @@ def prediction_text(quantity: str, fit: dict) -> str:
 
 
 def line_label(entry: dict, width: int | None = None) -> str:
-    where = f"{os.path.basename(entry['file'])}:{entry['lineno']}"
-    text = entry.get("text") or ""
+    """``ml_pipeline.py:72 loaded = pd.read_csv(path)``, cut to ``width`` characters."""
+    text = f"{os.path.basename(entry['file'])}:{entry['lineno']} {entry.get('text') or ''}".rstrip()
     if width is not None and len(text) > width:
         text = text[:width - 1] + "…"
-    return f"{where} {text}".rstrip()
+    return text
 
 
 def target_sentences(sweep: dict[str, Any]) -> list[str]:

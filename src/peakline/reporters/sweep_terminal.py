@@ -14,6 +14,7 @@ from peakline.sweep.analysis import shares, slice_runs
 from peakline.sweep.params import label
 
 MAX_LINES = 12
+CELL = 26
 
 
 def render(sweep: dict[str, Any], stream: TextIO) -> None:
@@ -77,7 +78,7 @@ def _lines_table(w, fits: dict, name: str, target) -> None:
     quantities = ("live_at_peak_bytes", "alloc_bytes", "cpu_s")
     w(f"\n  Lines: growth with {name} (model, quality)"
       + (f"; predicted at {size_text(target)}" if target is not None else "") + "\n")
-    w(f"  {'held at peak':<22} {'allocated':<22} {'CPU':<22} line\n")
+    w(f"  {'held at peak':<{CELL}} {'allocated':<{CELL}} {'CPU':<{CELL}} line\n")
     for key in list(rows)[:MAX_LINES]:
         cells = []
         for q in quantities:
@@ -89,7 +90,8 @@ def _lines_table(w, fits: dict, name: str, target) -> None:
             if target is not None and fit.get("prediction") and q != "alloc_bytes":
                 cell += f" → {value_text(q, max(0.0, fit['prediction']['value']))}"
             cells.append(cell)
-        w(f"  {cells[0]:<22} {cells[1]:<22} {cells[2]:<22} {line_label(labels[key], 40)}\n")
+        w("  " + " ".join(f"{c[:CELL]:<{CELL}}" for c in cells)
+          + f" {line_label(labels[key], 48)}\n")
     if len(rows) > MAX_LINES:
         w(f"  ... {len(rows) - MAX_LINES} more lines in the sweep file\n")
 
@@ -101,7 +103,7 @@ def _shares_table(w, data: dict, title: str) -> None:
     w(f"\n  Share of {title} by line, as {data['name']} grows\n")
     w(f"  {'':<44}" + "".join(f"{size_text(x):>8}" for x in xs) + "\n")
     for s in data["series"]:
-        w(f"  {line_label(s, 34):<44}" + "".join(f"{_pct(v):>8}" for v in s["shares"]) + "\n")
+        w(f"  {line_label(s, 44):<44}" + "".join(f"{_pct(v):>8}" for v in s["shares"]) + "\n")
     w(f"  {'other':<44}" + "".join(f"{_pct(v):>8}" for v in data["other"]) + "\n")
 
 

@@ -71,10 +71,11 @@ def _clock(seconds: float) -> str:
 
 def _estimate_left(done: list[tuple[dict, float]], left: list[dict]) -> float | None:
     """Seconds still to go: each remaining run's duration from a power law of the product of
-    its values, fitted on the finished runs (log-log least squares; the mean without two
-    distinct sizes)."""
+    its values, fitted on the successful finished runs (log-log least squares, exponent
+    between 0 and 3; the mean without two distinct sizes). A run that failed at once says
+    nothing about how long the others take."""
     if not done or not left:
-        return None if not left else None
+        return None
 
     def size(combo: dict) -> float:
         return math.log(math.prod(float(v) for v in combo.values()))
@@ -84,7 +85,7 @@ def _estimate_left(done: list[tuple[dict, float]], left: list[dict]) -> float | 
     mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
     sxx = sum((x - mean_x) ** 2 for x in xs)
     slope = 0.0 if sxx <= 1e-12 else \
-        max(0.0, sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sxx)
+        min(3.0, max(0.0, sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sxx))
     return sum(math.exp(mean_y + slope * (size(c) - mean_x)) for c in left)
 
 
@@ -255,7 +256,8 @@ def run_sweep(plan: Plan, progress: TextIO) -> tuple[dict[str, Any], int]:
                       flush=True)
                 break
             runs.append(record)
-            done.append((combo, record["wall_s"]))
+            if record["status"] == "ok":
+                done.append((combo, record["wall_s"]))
             elapsed = time.perf_counter() - t0
             left = _estimate_left(done, plan.combos[i + 1:])
             status = _describe_run(record)
