@@ -1,4 +1,4 @@
-"""`peakline` command line: one module per command (run, view); this file only dispatches."""
+"""`peakline` command line: one module per command (run, view, sweep); this file only dispatches."""
 
 from __future__ import annotations
 
