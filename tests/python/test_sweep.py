@@ -330,3 +330,24 @@ def test_html_report_in_chromium(browser, growth):
         assert problems == []
     finally:
         page.close()
+
+
+PHASED = """\
+import os
+import peakline
+n = int(os.environ["N"])
+with peakline.phase("grow"):
+    data = bytearray(1000 * n)
+"""
+
+
+def test_modules_run_with_dash_m_and_phases_are_fitted(tmp_path):
+    (tmp_path / "phased.py").write_text(PHASED)
+    proc = sweep(["--vary", "N=2000,4000,8000,16000", "--no-report", "-o", "s.json", "-m",
+                  "phased"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    document = read_sweep(tmp_path / "s.json")
+    assert document["program"] == "-m phased"
+    fits = {f["quantity"]: f for f in document["fits"]["phases"] if f["phase"] == "grow"}
+    assert fits["net_bytes"]["model"] == "linear" and fits["peak_bytes"]["model"] == "linear"
+    assert fits["net_bytes"]["coefficients"]["b"] == pytest.approx(1000, rel=0.05)
