@@ -23,7 +23,8 @@ SIZES = [1000, 1495, 2236, 3344, 5000]
 TARGET = 20000  # 4x the largest size
 
 
-def sweep(args: list[str], cwd: Path, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
+def sweep(args: list[str], cwd: Path, timeout: float = 300,
+          **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "peakline", "sweep", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout, **kwargs)
 

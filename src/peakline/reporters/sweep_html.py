@@ -100,7 +100,8 @@ def _name_section(sweep: dict, fits: dict, name: str, index: int) -> str:
     slice_ = sorted(slice_runs(vary, runs, name), key=lambda r: r["params"][name])
     others = ""
     if len(vary) > 1 and slice_:
-        others = f" (others at {label({k: x for k, x in slice_[0]['params'].items() if k != name})})"
+        fixed = {k: x for k, x in slice_[0]["params"].items() if k != name}
+        others = f" (others at {label(fixed)})"
     out = [f'<section class="varied" id="grow-{index}">',
            f"<h2>How the program grows with {_e(name)}{_e(others)}</h2>",
            '<table class="fits program"><thead><tr><th>quantity</th><th>model</th>'

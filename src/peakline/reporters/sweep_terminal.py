@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from peakline.reporters._sweep import (LINE_LABELS, MEASURES, PROGRAM_LABELS, line_label,
-                                       model_text, prediction_text, quality_text, size_text,
+from peakline.reporters._sweep import (MEASURES, PROGRAM_LABELS, line_label, model_text,
+                                       prediction_text, quality_text, size_text,
                                        target_sentences, value_text)
 from peakline.sweep.analysis import shares, slice_runs
 from peakline.sweep.params import label
