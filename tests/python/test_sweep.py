@@ -352,3 +352,16 @@ def test_modules_run_with_dash_m_and_phases_are_fitted(tmp_path):
     fits = {f["quantity"]: f for f in document["fits"]["phases"] if f["phase"] == "grow"}
     assert fits["net_bytes"]["model"] == "linear" and fits["peak_bytes"]["model"] == "linear"
     assert fits["net_bytes"]["coefficients"]["b"] == pytest.approx(1000, rel=0.05)
+
+
+def test_view_fits_a_sweep_that_was_killed_before_its_fits(growth, tmp_path):
+    folder, proc = growth
+    document = json.loads((folder / "sweep.json").read_text())
+    document["fits"] = {"program": {}, "lines": [], "functions": [], "phases": []}
+    document["complete"] = False
+    (tmp_path / "killed.json").write_text(json.dumps(document))
+    shown = view([str(tmp_path / "killed.json")], folder)
+    assert shown.returncode == 0, shown.stderr
+    assert "stopped early" in shown.stdout
+    assert shown.stdout.split("How the program grows", 1)[1] == \
+        proc.stdout.split("How the program grows", 1)[1]
