@@ -191,12 +191,16 @@ def _lines_table(fits: dict, name: str, target) -> str:
 # ---- SVG ----------------------------------------------------------------------------------
 
 def _ticks(lo: float, hi: float, log: bool) -> list[float]:
+    """Grid values: 1-2-5 steps per decade on a log axis (decades only when that is too
+    many), five even steps on a linear one."""
     if log:
         first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-        ticks = [10.0 ** k for k in range(first, last + 1) if lo <= 10.0 ** k <= hi]
-        if len(ticks) < 2:
-            ticks = [lo, hi]
-        return ticks
+        for mantissas in ((1, 2, 5), (1,)):
+            ticks = [m * 10.0 ** k for k in range(first, last + 1) for m in mantissas
+                     if lo <= m * 10.0 ** k <= hi]
+            if len(ticks) <= 6:
+                break
+        return ticks if len(ticks) >= 2 else [lo, hi]
     step = (hi - lo) / 4 or 1.0
     return [lo + i * step for i in range(5)]
 
