@@ -186,7 +186,8 @@ if int(os.environ["N"]) >= 2:
 """
 
 
-def test_ctrl_c_stops_cleanly_and_keeps_what_is_done(tmp_path):
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_stops_cleanly_and_keeps_what_is_done(tmp_path, signum, status):
     (tmp_path / "slow.py").write_text(SLOW)
     proc = subprocess.Popen([sys.executable, "-m", "peakline", "sweep", "--vary", "N=1,2,3",
                              "-o", "s.json", "slow.py"], cwd=tmp_path, stdout=subprocess.PIPE,
@@ -197,13 +198,13 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_is_done(tmp_path):
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.2)
         time.sleep(1.5)  # the second run is asleep inside the program now
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 130, err
+    assert proc.returncode == status, err
     assert "Traceback" not in err and "interrupted; stopping" in err
     document = read_sweep(tmp_path / "s.json")
     assert document["complete"] is False

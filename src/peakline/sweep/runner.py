@@ -103,6 +103,11 @@ def _last_words(log_path: str) -> str:
     return lines[-1][:200] if lines else ""
 
 
+# Signals that stop the sweep cleanly. SIGHUP too: the runs are in sessions of their own, so
+# closing the terminal would otherwise leave the running program orphaned.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 class _Stop(Exception):
     """Ctrl-C or SIGTERM reached the sweep."""
 
@@ -187,7 +192,7 @@ class _Interrupted(Exception):
 def _stop_child(proc: subprocess.Popen) -> None:
     """Ctrl-C for the run as for a program on a terminal: SIGINT, time to write its profile,
     then SIGTERM, then SIGKILL. Further signals to the sweep meanwhile are ignored."""
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in _STOP_SIGNALS}
     try:
         for sig, grace in ((signal.SIGINT, INTERRUPT_GRACE_S), (signal.SIGTERM, TERMINATE_GRACE_S),
                            (signal.SIGKILL, None)):
@@ -229,14 +234,15 @@ def sweep_document(plan: Plan, runs: list[dict], started_at: str, elapsed_s: flo
 
 def run_sweep(plan: Plan, progress: TextIO) -> tuple[dict[str, Any], int]:
     """Run every combination; returns (the sweep document, the exit status: 0 all runs
-    succeeded, 1 some failed, 130 stopped by Ctrl-C / 143 by SIGTERM). Every run failing
+    succeeded, 1 some failed, 128 + the signal when stopped: 130 Ctrl-C, 143 SIGTERM,
+    129 SIGHUP). Every run failing
     raises SweepFailed after the sweep file is written."""
     os.makedirs(plan.runs_dir, exist_ok=True)
     started_at = _now()
     t0 = time.perf_counter()
     runs: list[dict] = []
     done: list[tuple[dict, float]] = []
-    previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, _on_signal) for s in _STOP_SIGNALS}
     stopped: int | None = None
     total = len(plan.combos)
     seen: dict[tuple, int] = {}
