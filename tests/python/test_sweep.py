@@ -366,3 +366,40 @@ def test_view_fits_a_sweep_that_was_killed_before_its_fits(growth, tmp_path):
     assert "stopped early" in shown.stdout
     assert shown.stdout.split("How the program grows", 1)[1] == \
         proc.stdout.split("How the program grows", 1)[1]
+
+
+TABLE = """\
+import os
+rows, cols = int(os.environ["ROWS"]), int(os.environ["COLS"])
+table = bytearray(rows * cols * 64)  # TABLE
+"""
+
+
+def test_two_names_make_the_cross_product_and_each_is_fitted_along_its_slice(tmp_path):
+    (tmp_path / "table.py").write_text(TABLE)
+    proc = sweep(["--vary", "ROWS=1000,2000,4000", "--vary", "COLS=100,200,400",
+                  "--target", "ROWS=16000", "--target", "COLS=800", "--no-report",
+                  "--memory-sampling-interval", "64K", "-o", "s.json", "table.py"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    document = read_sweep(tmp_path / "s.json")
+    assert len(document["runs"]) == 9
+    assert document["runs"][1]["params"] == {"ROWS": 1000, "COLS": 200}  # first name slowest
+    assert set(document["fits"]["program_by_name"]) == {"ROWS", "COLS"}
+    fits = {f["name"]: f for f in document["fits"]["lines"]
+            if f["lineno"] == 3 and f["quantity"] == "live_at_peak_bytes"}
+    # along ROWS, COLS is held at 400 (its largest): 64 * 400 bytes per row, and vice versa
+    assert fits["ROWS"]["model"] == "linear" and fits["COLS"]["model"] == "linear"
+    assert fits["ROWS"]["prediction"]["value"] == pytest.approx(16000 * 400 * 64, rel=0.05)
+    assert fits["COLS"]["prediction"]["value"] == pytest.approx(4000 * 800 * 64, rel=0.05)
+    assert fits["ROWS"]["points"] == 3 and fits["COLS"]["points"] == 3
+
+
+def test_repeat_runs_each_size_again_and_every_run_is_a_point(tmp_path):
+    proc = sweep(["--repeat", "2", "--vary", "N=400,800,1600", "--no-report",
+                  "--memory-sampling-interval", "64K", "-o", "s.json", str(GROWTH)], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    document = read_sweep(tmp_path / "s.json")
+    assert [(r["params"]["N"], r["repeat"]) for r in document["runs"]] == [
+        (400, 0), (400, 1), (800, 0), (800, 1), (1600, 0), (1600, 1)]
+    linear = line_fit(document, marked(GROWTH, "LINEAR"), "alloc_bytes")
+    assert linear["model"] == "linear" and linear["points"] == 6 and linear["sizes"] == 3
