@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from peakline.errors import PeaklineError, ProfileFormatError
+from peakline.errors import PeaklineError, ProfileFormatError, UsageError
 from peakline.runner import Target
 from peakline.sweep import params as _params
 from peakline.sweep.analysis import compute_fits
@@ -127,9 +127,8 @@ def _run_one(plan: Plan, index: int, combo: dict, repeat: int) -> dict[str, Any]
     stem = f"run-{index + 1:03d}"
     profile_path = os.path.join(plan.runs_dir, stem + ".json")
     log_path = os.path.join(plan.runs_dir, stem + ".log")
-    for stale in (profile_path,):
-        if os.path.exists(stale):
-            os.unlink(stale)
+    if os.path.exists(profile_path):  # from an earlier sweep to the same file
+        os.unlink(profile_path)
     env = dict(os.environ)
     if not plan.as_arg:
         env.update({k: _params.format_value(v) for k, v in combo.items()})
@@ -237,7 +236,10 @@ def run_sweep(plan: Plan, progress: TextIO) -> tuple[dict[str, Any], int]:
     succeeded, 1 some failed, 128 + the signal when stopped: 130 Ctrl-C, 143 SIGTERM,
     129 SIGHUP). Every run failing
     raises SweepFailed after the sweep file is written."""
-    os.makedirs(plan.runs_dir, exist_ok=True)
+    try:
+        os.makedirs(plan.runs_dir, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"cannot create {plan.runs_dir}: {error.strerror or error}") from None
     started_at = _now()
     t0 = time.perf_counter()
     runs: list[dict] = []
@@ -269,8 +271,7 @@ def run_sweep(plan: Plan, progress: TextIO) -> tuple[dict[str, Any], int]:
             status = _describe_run(record)
             eta = f", about {_clock(left)} left" if left is not None else ""
             print(f"{head} {status} · elapsed {_clock(elapsed)}{eta}", file=progress, flush=True)
-            write_sweep(sweep_document(plan, runs, started_at, elapsed, False, None),
-                        plan.outfile)
+            _save(sweep_document(plan, runs, started_at, elapsed, False, None), plan.outfile)
     except _Stop as stop:  # between two runs
         stopped = stop.args[0]
     finally:
@@ -280,7 +281,7 @@ def run_sweep(plan: Plan, progress: TextIO) -> tuple[dict[str, Any], int]:
                         dict(plan.targets))
     document = sweep_document(plan, runs, started_at, time.perf_counter() - t0,
                               stopped is None, fits)
-    write_sweep(document, plan.outfile)
+    _save(document, plan.outfile)
     failed = [r for r in runs if r["status"] != "ok"]
     if runs and len(failed) == len(runs) and stopped is None:
         first = failed[0]
@@ -289,6 +290,14 @@ def run_sweep(plan: Plan, progress: TextIO) -> tuple[dict[str, Any], int]:
     if stopped is not None:
         return document, 128 + stopped
     return document, 1 if failed else 0
+
+
+def _save(document: dict, path: str) -> None:
+    try:
+        write_sweep(document, path)
+    except OSError as error:
+        raise PeaklineError(f"cannot write the sweep file {path}: "
+                            f"{error.strerror or error}") from None
 
 
 def _describe_run(record: dict) -> str:
