@@ -325,6 +325,12 @@ def test_html_report_in_chromium(browser, growth):
         assert "QUADRATIC" in held.locator(".legend").text_content()
         for measure in ("alloc", "time"):
             assert page.locator(f"figure.share-chart[data-measure={measure}]").count() == 1
+        # the growing lines' own curves: the linear, quadratic and noisy lines, not the constant
+        line_charts = page.locator("figure.line-chart")
+        assert line_charts.count() == 3
+        largest = f"sweep_growth.py:{marked(GROWTH, 'QUADRATIC')} "
+        assert line_charts.all_text_contents()[0].startswith(largest)  # the largest first
+        assert line_charts.first.locator("circle.point").count() == len(SIZES)
         rows = page.locator("table.lines tbody tr")
         assert rows.count() >= 4 and page.locator("table.runs tbody tr").count() == len(SIZES)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,8 @@ drawn here (so the page works offline, from file://, under a CSP that allows no 
                           measured points, the fitted curve, the prediction with its range);
                           the seed experiment: stacked bars of each line's share of memory
                           held at the peak, memory allocated and time, one bar per size; the
-                          lines' fits
+                          fitted curves of the growing lines that hold the most at the peak;
+                          the lines' fits
 
 Every piece of text from the sweep file (program, source lines, errors) is escaped with
 ``html.escape``.
@@ -34,6 +35,7 @@ from peakline.sweep.params import label
 PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b",
            "#9d755d")
 OTHER_COLOUR = "#c9ced8"
+LINE_CHARTS = 4  # lines whose fitted curve is drawn (those growing, largest at the peak first)
 _SLOT = re.compile(r"\{\{(\w+)\}\}")
 
 
@@ -130,9 +132,31 @@ def _name_section(sweep: dict, fits: dict, name: str, index: int) -> str:
     for measure, title in MEASURES:
         out.append(_stacked_chart(shares(vary, runs, name, measure), title, measure))
     out.append("</div>")
+    line_charts = _line_charts(fits, slice_, name, target)
+    if line_charts:
+        out.append(f"<h3>Memory held at the peak by the largest lines, as {_e(name)} grows</h3>")
+        out.append('<div class="charts line-charts">' + "".join(line_charts) + "</div>")
     out.append(_lines_table(fits, name, target))
     out.append("</section>")
     return "\n".join(out)
+
+
+def _line_charts(fits: dict, slice_: list[dict], name: str, target) -> list[str]:
+    """The fitted curve and the measured points of the lines holding the most at the peak."""
+    chosen = [f for f in fits.get("lines") or ()
+              if f["name"] == name and f["quantity"] == "live_at_peak_bytes"
+              and f["model"] not in ("unclear", "constant")]
+    measured = []
+    for fit in chosen:
+        pts = []
+        for r in slice_:
+            entry = next((e for e in r["summary"].get("lines", ())
+                          if e["file"] == fit["file"] and e["lineno"] == fit["lineno"]), None)
+            pts.append((r["params"][name], (entry.get("live_at_peak_bytes") or 0) if entry else 0))
+        measured.append((fit, pts))
+    measured.sort(key=lambda item: -max((y for _, y in item[1]), default=0))  # held most first
+    return [_fit_chart(line_label(fit, 44), "live_at_peak_bytes", fit, pts, name, target,
+                       kind="line-chart") for fit, pts in measured[:LINE_CHARTS]]
 
 
 def _runs_section(runs: list[dict], vary: list[dict]) -> str:
@@ -206,7 +230,7 @@ def _ticks(lo: float, hi: float, log: bool) -> list[float]:
 
 
 def _fit_chart(title: str, quantity: str, fit: dict, pts: list[tuple[float, float]], name: str,
-               target: float | None) -> str:
+               target: float | None, kind: str = "fit-chart") -> str:
     """Measured points, the fitted curve and the prediction, log x; log y when every value
     drawn is positive."""
     width, height, left, right, top, bottom = 300, 190, 62, 12, 10, 30
@@ -247,7 +271,7 @@ def _fit_chart(title: str, quantity: str, fit: dict, pts: list[tuple[float, floa
             f = (y - y_lo) / (y_hi - y_lo)
         return top + (1 - f) * (height - top - bottom)
 
-    svg = [f'<figure class="fit-chart" data-quantity="{_e(quantity)}">'
+    svg = [f'<figure class="{kind}" data-quantity="{_e(quantity)}">'
            f"<figcaption>{_e(title)}: {_e(model_text(fit))}</figcaption>"
            f'<svg class="fit" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
            'role="img">']
