@@ -1,4 +1,4 @@
-"""`peakline` command line: one module per command (run, view); this file only dispatches."""
+"""`peakline` command line: one module per command (run, view, sweep); this file only dispatches."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ usage: peakline [--version] [--help] COMMAND ...
 
 commands:
   run      run a Python program under the profiler and report where time went, line by line
-  view     show a saved profile file
+  view     show a saved profile file (or sweep file)
   check    run a program (or read a profile) and judge it against memory/time budgets
   compare  show two or more profiles side by side: totals and the rows that changed most
+  sweep    run a program at several sizes and fit how its memory and time grow
 
 `peakline COMMAND --help` describes each command.
 """
@@ -42,8 +43,11 @@ def main(argv: list[str] | None = None) -> int:
         if command == "compare":
             from peakline.cli import compare
             return compare.main(rest)
-        raise_usage(f"unknown command {command!r} (expected 'run', 'view', 'check' or "
-                    "'compare')")
+        if command == "sweep":
+            from peakline.cli import sweep
+            return sweep.main(rest)
+        raise_usage(f"unknown command {command!r} (expected 'run', 'view', 'check', 'compare' "
+                    "or 'sweep')")
     except PeaklineError as exc:
         print(f"peakline: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -24,10 +24,15 @@ def main(argv: list[str]) -> int:
     try:
         parser = _options.build_parser(_options.output_options(_options.VIEW),
                                        prog="peakline view", description=DESCRIPTION)
-        parser.add_argument("profile", help="a profile file written by `peakline run`")
+        parser.add_argument("profile", help="a profile file written by `peakline run`, or a sweep "
+                                               "file written by `peakline sweep`")
         opts = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed usage / help
         return int(exc.code or 0)
+    from peakline.sweep.sweep_file import is_sweep_file
+    if is_sweep_file(opts.profile):
+        from peakline.cli import sweep
+        return sweep.view(opts)
     profile = read_profile(opts.profile)
     text = opts.text or not wants_files(opts)
     try:

@@ -8,6 +8,7 @@ file read back later.
     html.py         one self-contained HTML page (templates/ holds its CSS and JS)
     speedscope.py   the sampled stacks in speedscope's file format
     json_report.py  the profile file format itself
+    sweep_terminal.py, sweep_html.py  a sweep file (peakline sweep; docs/sweep.md)
 
 Shared by them: _format.py (byte sizes, sparklines), _filters.py (which lines are shown),
 _highlights.py (peak holders, leaks), _source.py (reading source), _text.py (terminal text).
