@@ -551,16 +551,22 @@ def uninstall_sigterm_handler(handler) -> None:
         signal.getsignal = _real_getsignal
 
 
-def sigterm_handler_started(signum: int) -> None:
-    # The process is dying by this signal: peakline's own signal.signal(signum, SIG_DFL)
-    # before re-raising it must really install SIG_DFL.
-    _hidden_handlers.pop(int(signum), None)
+def sigterm_handler_started(signum: int) -> bool:
+    """Called first thing by peakline's SIGTERM handlers. False when no signal came: the
+    handler was tripped by ``_thread.interrupt_main(signum)``, which does nothing unprofiled
+    (the program's handler there is SIG_DFL), so the caller returns at once. True when the
+    process is dying by this signal: peakline's own ``signal.signal(signum, SIG_DFL)`` before
+    re-raising it must then really install SIG_DFL."""
     try:
         from peakline import _core
 
-        _core.signal_handled(signum)
+        delivered = _core.signal_handled(signum)
     except (ImportError, AttributeError):
-        pass
+        delivered = True
+    if delivered is False:
+        return False
+    _hidden_handlers.pop(int(signum), None)
+    return True
 
 
 # ---- after the program's last statement ---------------------------------------------------

@@ -134,6 +134,30 @@ def test_sigterm_after_the_program_set_sig_dfl_still_writes_the_profile(tmp_path
     assert res.profile()["exit_code"] == 128 + 15
 
 
+def test_interrupt_main_with_sigterm_at_its_default_does_nothing(tmp_path):
+    # _thread.interrupt_main(SIGTERM) trips the Python-level handler without a signal; with
+    # SIGTERM at SIG_DFL (never touched, or set again) it does nothing unprofiled, so
+    # peakline's hidden handler must not write the profile and kill the process.
+    # (CPython's test_threading InterruptMainTests.test_interrupt_main_noerror does this.)
+    script = write(tmp_path, "interrupt.py", """
+        import _thread, signal, time
+        _thread.interrupt_main(signal.SIGTERM)
+        time.sleep(0.05)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _thread.interrupt_main(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _thread.interrupt_main(signal.SIGTERM)
+        time.sleep(0.05)
+        print("survived", flush=True)
+    """)
+    ref = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=60)
+    assert (ref.returncode, ref.stdout) == (0, "survived\n"), ref.stderr
+    res = run_peakline(["--no-report", str(script)], tmp_path)
+    assert (res.returncode, res.stdout) == (0, "survived\n"), res.stderr
+    assert res.profile()["exit_code"] == 0
+
+
 def test_the_programs_timer_does_not_fire_after_its_last_statement(tmp_path):
     # A SIGALRM handler that re-arms a 0.1 s timer each time: unprofiled, the process is gone
     # before the last armed timer expires.
