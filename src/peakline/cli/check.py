@@ -24,7 +24,7 @@ import sys
 from peakline.cli import options as _options
 from peakline.cli import run as _run
 from peakline.cli.options import Option
-from peakline.errors import PeaklineError, UsageError
+from peakline.errors import UsageError
 from peakline.gates import budgets as _budgets
 from peakline.runner import Target
 
@@ -234,6 +234,7 @@ def _wait(command: list[str]) -> int:
 def _judge_and_report(profiles, budgets: dict, baseline, opts, *, exit_code: int) -> int:
     from peakline.gates import writers
     from peakline.gates.verdict import judge, render_text
+    from peakline.reporters import write_output
 
     verdict = judge(profiles, budgets, baseline=baseline)
     sys.stdout.flush()
@@ -241,18 +242,8 @@ def _judge_and_report(profiles, budgets: dict, baseline, opts, *, exit_code: int
     for path, render, what in ((opts.verdict_json, writers.render_json, "verdict JSON"),
                                (opts.junit, writers.render_junit, "JUnit XML"),
                                (opts.summary, writers.render_markdown, "Markdown summary")):
-        if not path:
-            continue
-        if path == "-":
-            render(verdict, sys.stdout)
-            sys.stdout.flush()
-            continue
-        try:
-            with open(path, "w", encoding="utf-8", newline="\n") as stream:
-                render(verdict, stream)
-        except OSError as error:
-            raise PeaklineError(f"cannot write {what} to {path}: "
-                                f"{error.strerror or error}") from None
+        if path:
+            write_output(path, what, lambda stream: render(verdict, stream), notes=None)
     if exit_code:
         return exit_code
     return 0 if verdict.ok else _budgets.EXIT_OVER_BUDGET

@@ -104,14 +104,17 @@ def render_outputs(profile: Profile, opts: Values, *, text_stream: TextIO | None
                      lambda stream: speedscope.render(profile, stream)))
     for path, what, render in jobs:
         try:
-            _write(path, what, notes, render)
+            write_output(path, what, render, notes=notes)
         except PeaklineError as error:
             if strict:
                 raise
             print(f"peakline: error: {error}", file=notes)
 
 
-def _write(path: str, what: str, notes: TextIO, render: Callable[[TextIO], None]) -> None:
+def write_output(path: str, what: str, render: Callable[[TextIO], None], *,
+                 notes: TextIO | None) -> None:
+    """``render`` into ``path`` ('-': standard output); a file written is noted on ``notes``
+    (None: not noted). A file that cannot be written: PeaklineError with a one-line message."""
     if path == "-":
         render(sys.stdout)
         sys.stdout.flush()
@@ -122,4 +125,5 @@ def _write(path: str, what: str, notes: TextIO, render: Callable[[TextIO], None]
     except OSError as error:
         raise PeaklineError(f"cannot write {what} to {path}: "
                             f"{error.strerror or error}") from None
-    print(f"peakline: {what} written to {os.path.abspath(path)}", file=notes)
+    if notes is not None:
+        print(f"peakline: {what} written to {os.path.abspath(path)}", file=notes)
