@@ -639,10 +639,7 @@ class Reserve:
     def release(self) -> None:
         """Raises the limits the program lowered back (as far as allowed), closes the spares
         that are still the pipe this set aside (the program may have closed and reused them)."""
-        try:
-            import resource
-        except ImportError:
-            resource = None
+        resource = _resource_module()
         for which, (soft, hard) in self.limits.items():
             try:
                 now_soft, now_hard = resource.getrlimit(which)
