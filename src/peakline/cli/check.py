@@ -106,15 +106,13 @@ def command_line_budgets(opts: _options.Values) -> dict:
 
 
 def _check_writable(opts: _options.Values) -> None:
+    from peakline.reporters import check_output_path
+
     for dest, flag in (("verdict_json", "--json"), ("junit", "--junit"),
                        ("summary", "--summary")):
         path = getattr(opts, dest, None)
-        if not path or path == "-":
-            continue
-        folder = os.path.dirname(os.path.abspath(path))
-        if os.path.isdir(path) or not os.path.isdir(folder):
-            raise UsageError(f"{flag} {path}: " + ("is a directory" if os.path.isdir(path)
-                                                   else f"no such directory {folder}"))
+        if path:
+            check_output_path(flag, path)
 
 
 def main(argv: list[str]) -> int:

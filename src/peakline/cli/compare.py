@@ -7,7 +7,6 @@ profiles: one line, exit 3 (ProfileFormatError); a bad option: exit 2.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from peakline.cli import options as _options
@@ -63,14 +62,13 @@ def main(argv: list[str]) -> int:
     from peakline.errors import UsageError
     from peakline.gates import compare as _compare
     from peakline.model.profile_file import read_profile
-    from peakline.reporters import write_output
+    from peakline.reporters import check_output_path, write_output
 
     if len(opts.profiles) < 2:
         raise UsageError("compare needs at least two profiles")
     for flag, path in (("--html", opts.html), ("--json", opts.json)):
-        if path and path != "-" and (os.path.isdir(path) or
-                                     not os.path.isdir(os.path.dirname(os.path.abspath(path)))):
-            raise UsageError(f"{flag} {path}: cannot write there")
+        if path:
+            check_output_path(flag, path)
     profiles = [read_profile(p) for p in opts.profiles]
     comparison = _compare.compare(profiles, opts.profiles, by=opts.by, top=opts.top)
     if opts.json != "-":

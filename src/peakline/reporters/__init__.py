@@ -64,12 +64,19 @@ def check_outputs(opts: Values) -> None:
     the file itself). UsageError otherwise, so a long run is not wasted on a typo."""
     for option in ("html", "json", "speedscope"):
         path = getattr(opts, option, None)
-        if not isinstance(path, str) or path == "-":
-            continue
-        folder = os.path.dirname(os.path.abspath(path))
-        if os.path.isdir(path) or not os.path.isdir(folder):
-            raise UsageError(f"--{option} {path}: " + ("is a directory" if os.path.isdir(path)
-                                                       else f"no such directory {folder}"))
+        if isinstance(path, str):
+            check_output_path(f"--{option}", path)
+
+
+def check_output_path(flag: str, path: str) -> None:
+    """UsageError unless the output ``path`` of ``flag`` can be created: its folder exists and
+    it is not a folder itself. '-' (standard output) always can."""
+    if path == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder):
+        raise UsageError(f"{flag} {path}: " + ("is a directory" if os.path.isdir(path)
+                                               else f"no such directory {folder}"))
 
 
 def render_outputs(profile: Profile, opts: Values, *, text_stream: TextIO | None,
