@@ -35,7 +35,7 @@ holds, 5 when one is exceeded, the program's own status when it failed (the repo
 printed either way), 2 for a bad command line, 3 for a bad profile. Budgets can also be set
 in pyproject.toml under [tool.peakline.budgets]; command-line values override them."""
 
-USAGE = ("peakline check [run options] [budgets] (script.py | -m module) [args ...]\n"
+USAGE = ("peakline check [run options] [budgets] (script.py | DIR | -m module) [args ...]\n"
          "       peakline check --profile PROFILE.json [budgets]")
 
 _GROUP = "budgets"
@@ -141,8 +141,7 @@ def main(argv: list[str]) -> int:
     if target is None:
         raise UsageError("no program to run: give a script path, -m module or --profile "
                          "(see `peakline check --help`)")
-    if target.script is not None and not os.path.isfile(target.script):
-        raise UsageError(f"cannot run {target.script!r}: no such file")
+    _run.check_script(target)
     budgets = _merged(opts, cli, script=target.script, module=target.module)
     baseline = _read_baseline(budgets, target.display)
     outfile = os.path.abspath(opts.outfile or _run.default_outfile(target))
