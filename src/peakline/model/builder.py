@@ -74,8 +74,8 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
     exactly as ``read_profile`` would validate it."""
     frames = [_normalise_frame(f) for f in raw.get("frames", ())]
     reported = [selection.is_reported(f[0]) for f in frames]
-    launcher = [selection.is_own(f[0]) or _is_runpy(f[0]) for f in frames]
     own = [selection.is_own(f[0]) for f in frames]
+    launcher = [o or _is_runpy(f[0]) for o, f in zip(own, frames)]
     importing = [memory_builder.is_import_machinery(f[0]) for f in frames]
     n_frames = len(frames)
 
