@@ -152,10 +152,10 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
     }
     if raw_memory:
         document.update(memory_builder.run_fields(
-            {**raw_memory, "start_monotonic_ns": stats.get("start_monotonic_ns")},
-            elapsed_s=meta.get("elapsed_s") or 0.0,
+            raw_memory, elapsed_s=meta.get("elapsed_s") or 0.0,
             peak_rss_bytes=meta.get("peak_rss_bytes"),
-            unattributed_alloc_bytes=memory.unattributed_alloc_bytes if memory else 0))
+            unattributed_alloc_bytes=memory.unattributed_alloc_bytes if memory else 0,
+            start_monotonic_ns=stats.get("start_monotonic_ns")))
     gpu_builder.add_fields(document, raw.get("gpu"), raw.get("stacks", ()), frames, reported)
     return Profile.from_dict(document, source="build_profile")
 
