@@ -535,11 +535,6 @@ def install_sigterm_handler(handler) -> None:
     _watch(signal.SIGTERM)
 
 
-def sigterm_handler(handler) -> bool:
-    """True while ``handler`` (peakline's) is SIGTERM's handler."""
-    return _real_getsignal(signal.SIGTERM) is handler
-
-
 def uninstall_sigterm_handler(handler) -> None:
     """Back to SIG_DFL if ``handler`` is still installed; the signal module's own functions."""
     if _real_getsignal(signal.SIGTERM) is handler:
