@@ -5,8 +5,7 @@ from one repetition to the next, so slow drifts of the machine (thermal, noisy n
 cache) spread over all tools instead of landing on one. Wall time is time.perf_counter() around
 the whole subprocess: interpreter start-up, the profiler's own set-up and its output writing are
 all part of what a user waits for. Peak RSS comes from wait4()'s rusage (largest process in the
-tree that was reaped), and the size of whatever the tool wrote is recorded for issue 6's cost
-table.
+tree that was reaped), and the size of whatever the tool wrote is recorded for the cost table.
 """
 
 from __future__ import annotations

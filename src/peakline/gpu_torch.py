@@ -1,4 +1,4 @@
-"""PyTorch's CUDA caching allocator, read without importing torch (issue 7, docs/gpu.md).
+"""PyTorch's CUDA caching allocator, read without importing torch (docs/gpu.md).
 
 ``TorchCudaProbe`` is handed to the core, whose aggregator calls it once per tick (20 ms, GIL
 held, on the aggregator thread). It answers ``None`` until the program has imported torch AND

@@ -535,11 +535,6 @@ def install_sigterm_handler(handler) -> None:
     _watch(signal.SIGTERM)
 
 
-def sigterm_handler(handler) -> bool:
-    """True while ``handler`` (peakline's) is SIGTERM's handler."""
-    return _real_getsignal(signal.SIGTERM) is handler
-
-
 def uninstall_sigterm_handler(handler) -> None:
     """Back to SIG_DFL if ``handler`` is still installed; the signal module's own functions."""
     if _real_getsignal(signal.SIGTERM) is handler:
@@ -645,10 +640,7 @@ class Reserve:
     def release(self) -> None:
         """Raises the limits the program lowered back (as far as allowed), closes the spares
         that are still the pipe this set aside (the program may have closed and reused them)."""
-        try:
-            import resource
-        except ImportError:
-            resource = None
+        resource = _resource_module()
         for which, (soft, hard) in self.limits.items():
             try:
                 now_soft, now_hard = resource.getrlimit(which)

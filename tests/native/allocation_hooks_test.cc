@@ -745,7 +745,8 @@ TEST_F(AllocationHooksTest, OpenBlasWorkBuffersAreCountedButNotSampled) {
   const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS;
   void* buffer = nullptr;
   void* own = nullptr;
-  EXPECT_EQ(LiveChange([&] { buffer = pl_fake_blas_buffer(Opaque(size_t{32 * kMiB})); }), 32 * kMiB);
+  const size_t size = Opaque(size_t{32 * kMiB});
+  EXPECT_EQ(LiveChange([&] { buffer = pl_fake_blas_buffer(size); }), 32 * kMiB);
   ASSERT_NE(buffer, MAP_FAILED);
   EXPECT_EQ(LiveChange([&] { own = mmap(nullptr, Opaque(size_t{32 * kMiB}), prot, flags, -1, 0); }),
             32 * kMiB);
@@ -763,8 +764,8 @@ TEST_F(AllocationHooksTest, OpenBlasWorkBuffersAreCountedButNotSampled) {
 
   // Unmapped, it leaves the live count; the most such buffers held stays, and a new one
   // (another thread's) is counted again.
-  EXPECT_EQ(LiveChange([&] { pl_fake_blas_release(buffer, Opaque(size_t{32 * kMiB})); }), -32 * kMiB);
-  EXPECT_EQ(LiveChange([&] { buffer = pl_fake_blas_buffer(Opaque(size_t{32 * kMiB})); }), 32 * kMiB);
+  EXPECT_EQ(LiveChange([&] { pl_fake_blas_release(buffer, size); }), -32 * kMiB);
+  EXPECT_EQ(LiveChange([&] { buffer = pl_fake_blas_buffer(size); }), 32 * kMiB);
   EXPECT_EQ(HookStats().blas_buffer_maps, 2);
   EXPECT_EQ(HookStats().blas_buffer_bytes, 32 * kMiB);
   // Small mappings of the library are ordinary memory (not a work buffer).

@@ -425,7 +425,9 @@ TEST_F(CpuSignalHandlerTest, ResetHandMeansOneCallThenDefault) {
 }
 
 TEST(CpuSamplingSignalTest, HighestFreeRealtimeSignalIsChosen) {
-  if (IsCpuSamplingSignal(CpuSamplingSignal())) GTEST_SKIP() << "handler installed by an earlier test";
+  if (IsCpuSamplingSignal(CpuSamplingSignal())) {
+    GTEST_SKIP() << "handler installed by an earlier test";
+  }
   EXPECT_EQ(CpuSamplingSignal(), SIGRTMAX);
   struct sigaction act, old;
   std::memset(&act, 0, sizeof(act));

@@ -153,7 +153,8 @@ TEST_F(ProcessHooksTest, DlsymHandsOutAllocationHooksWhileTheyCountAndTheyStaySa
 TEST_F(ProcessHooksTest, DlsymOfSigactionIsTheHook) {
   using Sigaction = int (*)(int, const struct sigaction*, struct sigaction*);
   auto* looked_up = reinterpret_cast<Sigaction>(prog_dlsym(RTLD_DEFAULT, "sigaction"));
-  EXPECT_EQ(DlsymReplacementFor(dlsym(RTLD_DEFAULT, "sigaction")), reinterpret_cast<void*>(looked_up));
+  EXPECT_EQ(DlsymReplacementFor(dlsym(RTLD_DEFAULT, "sigaction")),
+            reinterpret_cast<void*>(looked_up));
   struct sigaction act;
   std::memset(&act, 0, sizeof(act));
   act.sa_handler = SIG_IGN;

@@ -2,8 +2,8 @@
 
 usage: gates_calibration.py [--hold MIB] [--grow PCT] [--leak] [--spin SECONDS] [--exit N]
 
-Holds 200 MiB (one numpy array, line "hold"; --hold changes the size) plus, with --grow, PCT% more on line "grow";
-with --leak, line "leak" keeps 1 MiB every 10 ms for 1.6 s; --spin burns SECONDS of CPU time
+Holds 200 MiB (one numpy array, line "hold"; --hold changes the size) plus, with --grow, PCT%
+more on line "grow"; with --leak, line "leak" keeps 1 MiB every 10 ms for 1.6 s; --spin burns SECONDS of CPU time
 on line "spin". Phases: "load", "fit".
 """
 import sys

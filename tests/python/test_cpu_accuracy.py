@@ -113,7 +113,8 @@ def test_short_lived_threads_cpu_is_counted(tmp_path, n, iterations):
     marks = marked_lines(path)
     by_line = {rec["lineno"]: cpu_s(rec) for rec in lines}
     funcs = {f["name"]: cpu_s(f) for f in profile["files"][str(path)]["functions"]}
-    charged = funcs.get("work", 0.0) + by_line.get(marks["start"], 0.0) + by_line.get(marks["join"], 0.0)
+    charged = (funcs.get("work", 0.0) + by_line.get(marks["start"], 0.0)
+               + by_line.get(marks["join"], 0.0))
     assert charged >= 0.8 * truth, (by_line, truth)
     if iterations >= 400_000:  # threads of ~10 ms and more: most of it on the work itself
         assert funcs.get("work", 0.0) >= 0.6 * truth, (funcs, by_line, truth)

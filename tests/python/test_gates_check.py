@@ -175,6 +175,18 @@ def test_check_runs_the_program_like_run(tmp_path):
     assert proc.returncode == 0 and "ok   max_peak" in proc.stderr
 
 
+def test_check_runs_a_directory_with_main_like_run(tmp_path):
+    # `peakline run DIR` runs DIR/__main__.py, as python does; check takes the same targets.
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "__main__.py").write_text("held = bytearray(64 << 20)\nprint('app ran')\n")
+    proc = peakline("check", "--no-config", "--no-report", "--max-peak", "32M", "-o",
+                    tmp_path / "p.json", app, cwd=tmp_path)
+    assert proc.returncode == OVER_BUDGET, proc.stderr
+    assert proc.stdout == "app ran\n"
+    assert read_profile(tmp_path / "p.json").peak_bytes >= 64 * MiB
+
+
 def test_failing_program_keeps_its_status_and_gets_the_report(tmp_path):
     proc = peakline("check", "--no-config", "--no-report", "--max-peak", "199M", "-o",
                     tmp_path / "p.json", CALIBRATION, "--exit", "7", cwd=tmp_path)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_html import CHROMIUM, open_page, shoot  # noqa: F401 - the browser fixture below
+from test_html import browser, open_page, shoot  # noqa: F401 - browser: a fixture
 
 from peakline.gates import compare as gates_compare
 from peakline.model.profile_file import read_profile
@@ -49,6 +49,15 @@ def compare(*args, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
+def before_and_after(tmp_path: Path) -> tuple[Path, Path]:
+    """Profiles of BEFORE (100 MiB) in a/ and AFTER (130 MiB, lines moved) in b/."""
+    for folder, source, size in (("a", BEFORE, "100"), ("b", AFTER, "130")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "job.py").write_text(source.replace("SIZE", size))
+    return (run(tmp_path / "a" / "job.py", tmp_path / "a.json"),
+            run(tmp_path / "b" / "job.py", tmp_path / "b.json"))
+
+
 def hold_row(data: dict) -> dict:
     rows = [r for r in data["rows"] if "HOLD" in r["source"]]
     assert len(rows) == 1, [r["label"] for r in data["rows"]]
@@ -56,12 +65,7 @@ def hold_row(data: dict) -> dict:
 
 
 def test_moved_lines_match_by_source_text_across_checkouts(tmp_path):
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    (tmp_path / "a" / "job.py").write_text(BEFORE.replace("SIZE", "100"))
-    (tmp_path / "b" / "job.py").write_text(AFTER.replace("SIZE", "130"))
-    a = run(tmp_path / "a" / "job.py", tmp_path / "a.json")
-    b = run(tmp_path / "b" / "job.py", tmp_path / "b.json")
+    a, b = before_and_after(tmp_path)
     proc = compare(a, b, "--json", tmp_path / "c.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     data = json.loads((tmp_path / "c.json").read_text())
@@ -162,29 +166,8 @@ def test_bad_input_is_one_line(tmp_path):
         assert words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
-@pytest.fixture(scope="module")
-def browser():
-    import os
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"no chromium at {CHROMIUM} (Debian: apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="playwright is not installed (pip install playwright)")
-    with sync_api.sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM,
-                                              args=["--no-sandbox", "--headless"])
-        try:
-            yield instance
-        finally:
-            instance.close()
-
-
 def test_html_page_in_chromium(browser, tmp_path):
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    (tmp_path / "a" / "job.py").write_text(BEFORE.replace("SIZE", "100"))
-    (tmp_path / "b" / "job.py").write_text(AFTER.replace("SIZE", "130"))
-    a = run(tmp_path / "a" / "job.py", tmp_path / "a.json")
-    b = run(tmp_path / "b" / "job.py", tmp_path / "b.json")
+    a, b = before_and_after(tmp_path)
     page_path = tmp_path / "compare.html"
     proc = compare(a, b, "--html", page_path, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

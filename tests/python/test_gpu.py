@@ -1,4 +1,4 @@
-"""GPU profiling (issue 7) without a GPU: `peakline run` against a stand-in NVML library
+"""GPU profiling without a GPU: `peakline run` against a stand-in NVML library
 (tests/native/fake_nvml/fake_nvml.c, compiled here) and a stand-in torch (tests/python/fake_torch).
 
 The target scripts drive the fake NVML through ctypes (the same library file, so the same

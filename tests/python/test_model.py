@@ -61,7 +61,7 @@ def test_unknown_fields_survive_read_then_write(app_profile):
     data["options"]["memory"] = True
     data["threads"][0]["gpu_util_s"] = 0.5
     record = next(iter(data["files"].values()))
-    record["lines"][0]["tpu_util_s"] = 0.25  # gpu_util_s is a known field since issue 7
+    record["lines"][0]["tpu_util_s"] = 0.25  # gpu_util_s is a known field
     record["functions"][0]["net_bytes"] = -7
     record["leaks"] = []
     data["stacks"]["frames"][0].append("extra column")

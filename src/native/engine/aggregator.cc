@@ -266,7 +266,8 @@ void Aggregator::RegisterPythonThreads() {
   for (ThreadSlot* slot : gone) Retire(slot);
   // A finished thread is forgotten once it is gone (its id may then be reused).
   for (auto it = finished_tids_.begin(); it != finished_tids_.end();) {
-    it = !tstates_.count(*it) && ThreadCpuTimeNs(*it) < 0 ? finished_tids_.erase(it) : std::next(it);
+    const bool gone_for_good = !tstates_.count(*it) && ThreadCpuTimeNs(*it) < 0;
+    it = gone_for_good ? finished_tids_.erase(it) : std::next(it);
   }
 }
 

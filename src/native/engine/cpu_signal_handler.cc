@@ -29,7 +29,8 @@ std::atomic<int> g_signo{-1};     // set once, when the handler is installed
 // so a program's own timer (or sigqueue) on this signal is never taken for a tick, and the
 // handler never dereferences a value it did not hand out. Append-only: slots live forever.
 constexpr uint32_t kMaxTargets = 1 << 16;
-std::atomic<ThreadSlot*> g_targets[kMaxTargets];  // zero-initialised BSS: untouched pages cost nothing
+// Zero-initialised BSS: pages never touched cost nothing.
+std::atomic<ThreadSlot*> g_targets[kMaxTargets];
 std::atomic<uint32_t> g_ntargets{0};
 std::atomic<uint64_t> g_key{0};  // set when the first token is handed out
 

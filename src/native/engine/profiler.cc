@@ -56,8 +56,8 @@ int64_t MainCpuNs(void*) { return ThreadCpuTimeNs(g_main_tid); }
 
 // How many frames a thread's own stack may take, leaving the main thread's part.
 int OwnBudget(PyThreadState* ts, int max_frames) {
-  return ts == g_main_tstate.load(std::memory_order_relaxed) ? max_frames
-                                                              : max_frames - MainStackCache::kFrames;
+  const bool is_main = ts == g_main_tstate.load(std::memory_order_relaxed);
+  return is_main ? max_frames : max_frames - MainStackCache::kFrames;
 }
 
 // A thread other than the main one: appends the main thread's stack as it is now (within
@@ -171,7 +171,10 @@ std::string StartProfiler(const ProfilerConfig& config) {
   ac.sample_native_threads = config.sample_native_threads;
   ac.main_tid = config.main_tid;
   ac.signo = CpuSamplingSignal();
-  if (ac.signo < 0) return "no free real-time signal for CPU sampling (every one is handled, ignored or blocked)";
+  if (ac.signo < 0) {
+    return "no free real-time signal for CPU sampling (every one is handled, ignored or "
+           "blocked)";
+  }
   ac.memory = config.memory;
   ac.file_filter = static_cast<PyObject*>(config.file_filter);
   ac.gpu = config.gpu;

@@ -1,7 +1,6 @@
 // Per-thread CPU-time timers: a POSIX timer on one thread's CPU clock that delivers a signal
 // to that very thread (SIGEV_THREAD_ID). Samples are then proportional to each thread's own
-// CPU time; a process-wide setitimer mis-attributes across threads by up to 2x
-// (shared/research/mechanisms.md, E4).
+// CPU time; a process-wide setitimer mis-attributes across threads by up to 2x.
 //
 // Thread safety: every function may be called from any thread; none is called from a signal
 // handler.

@@ -8,8 +8,8 @@
 // * nvmlProcessInfo_v2_t (pid, usedGpuMemory, gpuInstanceId, computeInstanceId; 24 bytes with
 //   the padding after pid) is the element type of BOTH ..._v2 and ..._v3 of
 //   nvmlDeviceGetComputeRunningProcesses. The unsuffixed v1 entry point fills the 16-byte
-//   nvmlProcessInfo_v1_t instead; reading a v1 buffer with the v2 layout (or the reverse) is
-//   what produced swapped/garbage fields in pynvml#50, so each entry point is paired with its
+//   nvmlProcessInfo_v1_t instead; reading a v1 buffer with the v2 layout (or the reverse)
+//   gives swapped/garbage fields, so each entry point is paired with its
 //   own struct below and the sizes are checked at compile time.
 // * usedGpuMemory is NVML_VALUE_NOT_AVAILABLE (all bits set) when the driver cannot tell
 //   (Windows WDDM, some vGPU/MIG set-ups, missing privileges).

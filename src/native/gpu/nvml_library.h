@@ -3,7 +3,7 @@
 // library), dlsym of the entry points in gpu/nvml_api.h, nvmlInit_v2. No NVML header, no link
 // dependency: a machine without the NVIDIA driver simply has no GPU columns.
 //
-// Errors are tier 2 (STYLE.md): Open() returns null and a one-line reason; every query returns
+// Errors are recoverable: Open() returns null and a one-line reason; every query returns
 // the raw nvmlReturn_t so that the caller can mark exactly that column unavailable.
 //
 // Thread safety: NVML itself is thread safe; this object is immutable after Open(). The

@@ -11,8 +11,8 @@
 //   * memory_bytes: this process's GPU memory, the sum of its usedGpuMemory entries in
 //     nvmlDeviceGetComputeRunningProcesses_v3 (or _v2) — MemorySource::kProcess. When the
 //     per-process figure is unknown (the query fails, usedGpuMemory is NOT_AVAILABLE, or the
-//     driver lists only foreign PIDs while we live in a PID namespace: containers see host PIDs,
-//     nvidia-docker#1483) the device-wide used memory of nvmlDeviceGetMemoryInfo stands in,
+//     driver lists only foreign PIDs while we live in a PID namespace: containers see host
+//     PIDs) the device-wide used memory of nvmlDeviceGetMemoryInfo stands in,
 //     marked MemorySource::kDevice (it includes other processes). An absent entry means "no
 //     CUDA context yet" (0 bytes, kProcess) unless the listed PIDs look foreign: we are in a
 //     nested PID namespace, or a listed PID is no process visible to us.

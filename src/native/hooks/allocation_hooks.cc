@@ -481,11 +481,6 @@ void* HookMempcpyChk(void* d, const void* src, size_t n, size_t cap) {
   return g_real.mempcpy_chk(d, src, n, cap);
 }
 
-template <typename F>
-Interposition Entry(const char* name, F replacement, F* original) {
-  return Interposition{name, reinterpret_cast<void*>(replacement), reinterpret_cast<void**>(original)};
-}
-
 void OnForkChild() {
   // The child has no aggregator thread: stop counting rather than fill a ring nobody drains.
   g_counting.store(false, std::memory_order_relaxed);
@@ -525,25 +520,25 @@ bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
   g_session.fetch_add(1, std::memory_order_relaxed);  // every thread re-initialises lazily
 
   static const Interposition kTable[] = {
-      Entry("malloc", &HookMalloc, &g_real.malloc),
-      Entry("calloc", &HookCalloc, &g_real.calloc),
-      Entry("realloc", &HookRealloc, &g_real.realloc),
-      Entry("reallocarray", &HookReallocarray, &g_real.reallocarray),
-      Entry("free", &HookFree, &g_real.free),
-      Entry("posix_memalign", &HookPosixMemalign, &g_real.posix_memalign),
-      Entry("aligned_alloc", &HookAlignedAlloc, &g_real.aligned_alloc),
-      Entry("memalign", &HookMemalign, &g_real.memalign),
-      Entry("valloc", &HookValloc, &g_real.valloc),
-      Entry("pvalloc", &HookPvalloc, &g_real.pvalloc),
-      Entry("mmap", &HookMmap, &g_real.mmap),
-      Entry("mmap64", &HookMmap64, &g_real.mmap64),
-      Entry("munmap", &HookMunmap, &g_real.munmap),
-      Entry("memcpy", &HookMemcpy, &g_real.memcpy),
-      Entry("memmove", &HookMemmove, &g_real.memmove),
-      Entry("mempcpy", &HookMempcpy, &g_real.mempcpy),
-      Entry("__memcpy_chk", &HookMemcpyChk, &g_real.memcpy_chk),
-      Entry("__memmove_chk", &HookMemmoveChk, &g_real.memmove_chk),
-      Entry("__mempcpy_chk", &HookMempcpyChk, &g_real.mempcpy_chk),
+      MakeInterposition("malloc", &HookMalloc, &g_real.malloc),
+      MakeInterposition("calloc", &HookCalloc, &g_real.calloc),
+      MakeInterposition("realloc", &HookRealloc, &g_real.realloc),
+      MakeInterposition("reallocarray", &HookReallocarray, &g_real.reallocarray),
+      MakeInterposition("free", &HookFree, &g_real.free),
+      MakeInterposition("posix_memalign", &HookPosixMemalign, &g_real.posix_memalign),
+      MakeInterposition("aligned_alloc", &HookAlignedAlloc, &g_real.aligned_alloc),
+      MakeInterposition("memalign", &HookMemalign, &g_real.memalign),
+      MakeInterposition("valloc", &HookValloc, &g_real.valloc),
+      MakeInterposition("pvalloc", &HookPvalloc, &g_real.pvalloc),
+      MakeInterposition("mmap", &HookMmap, &g_real.mmap),
+      MakeInterposition("mmap64", &HookMmap64, &g_real.mmap64),
+      MakeInterposition("munmap", &HookMunmap, &g_real.munmap),
+      MakeInterposition("memcpy", &HookMemcpy, &g_real.memcpy),
+      MakeInterposition("memmove", &HookMemmove, &g_real.memmove),
+      MakeInterposition("mempcpy", &HookMempcpy, &g_real.mempcpy),
+      MakeInterposition("__memcpy_chk", &HookMemcpyChk, &g_real.memcpy_chk),
+      MakeInterposition("__memmove_chk", &HookMemmoveChk, &g_real.memmove_chk),
+      MakeInterposition("__mempcpy_chk", &HookMempcpyChk, &g_real.mempcpy_chk),
   };
   if (g_patcher == nullptr) g_patcher = new SymbolPatcher();
   const void* skip[] = {self_addr};

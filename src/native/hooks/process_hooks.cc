@@ -160,11 +160,6 @@ __attribute__((noinline)) void* HookDlopen(const char* file, int flags) {
   return handle;
 }
 
-template <typename F>
-Interposition Entry(const char* name, F replacement, F* original) {
-  return Interposition{name, reinterpret_cast<void*>(replacement), reinterpret_cast<void**>(original)};
-}
-
 }  // namespace
 
 void* DlsymReplacementFor(void* real) {
@@ -173,14 +168,17 @@ void* DlsymReplacementFor(void* real) {
     void* real;
     void* hook;
   };
+  const auto pair = [](auto& real_fn, auto hook) {
+    return Pair{reinterpret_cast<void*>(Real(real_fn)), reinterpret_cast<void*>(hook)};
+  };
   const Pair pairs[] = {
-      {reinterpret_cast<void*>(Real(g_real.sigaction)), reinterpret_cast<void*>(&HookSigaction)},
-      {reinterpret_cast<void*>(Real(g_real.sigaction2)), reinterpret_cast<void*>(&HookSigaction2)},
-      {reinterpret_cast<void*>(Real(g_real.signal)), reinterpret_cast<void*>(&HookSignal)},
-      {reinterpret_cast<void*>(Real(g_real.bsd_signal)), reinterpret_cast<void*>(&HookBsdSignal)},
-      {reinterpret_cast<void*>(Real(g_real.sysv_signal)), reinterpret_cast<void*>(&HookSysvSignal)},
-      {reinterpret_cast<void*>(Real(g_real.sysv_signal2)), reinterpret_cast<void*>(&HookSysvSignal2)},
-      {reinterpret_cast<void*>(Real(g_real.dlopen)), reinterpret_cast<void*>(&HookDlopen)},
+      pair(g_real.sigaction, &HookSigaction),
+      pair(g_real.sigaction2, &HookSigaction2),
+      pair(g_real.signal, &HookSignal),
+      pair(g_real.bsd_signal, &HookBsdSignal),
+      pair(g_real.sysv_signal, &HookSysvSignal),
+      pair(g_real.sysv_signal2, &HookSysvSignal2),
+      pair(g_real.dlopen, &HookDlopen),
       {Real(peakline_real_dlsym), reinterpret_cast<void*>(&peakline_hook_dlsym)},
       {Real(peakline_real_dlvsym), reinterpret_cast<void*>(&peakline_hook_dlvsym)},
   };
@@ -202,15 +200,17 @@ bool StartProcessHooks(const void* self_addr, std::string* error) {
 #else
   if (ProcessHooksInstalled()) return true;
   static const Interposition kTable[] = {
-      Entry("sigaction", &HookSigaction, &g_real.sigaction),
-      Entry("__sigaction", &HookSigaction2, &g_real.sigaction2),
-      Entry("signal", &HookSignal, &g_real.signal),
-      Entry("bsd_signal", &HookBsdSignal, &g_real.bsd_signal),
-      Entry("sysv_signal", &HookSysvSignal, &g_real.sysv_signal),
-      Entry("__sysv_signal", &HookSysvSignal2, &g_real.sysv_signal2),
-      Entry("dlopen", &HookDlopen, &g_real.dlopen),
-      Interposition{"dlsym", reinterpret_cast<void*>(&peakline_hook_dlsym), &peakline_real_dlsym},
-      Interposition{"dlvsym", reinterpret_cast<void*>(&peakline_hook_dlvsym), &peakline_real_dlvsym},
+      MakeInterposition("sigaction", &HookSigaction, &g_real.sigaction),
+      MakeInterposition("__sigaction", &HookSigaction2, &g_real.sigaction2),
+      MakeInterposition("signal", &HookSignal, &g_real.signal),
+      MakeInterposition("bsd_signal", &HookBsdSignal, &g_real.bsd_signal),
+      MakeInterposition("sysv_signal", &HookSysvSignal, &g_real.sysv_signal),
+      MakeInterposition("__sysv_signal", &HookSysvSignal2, &g_real.sysv_signal2),
+      MakeInterposition("dlopen", &HookDlopen, &g_real.dlopen),
+      Interposition{"dlsym", reinterpret_cast<void*>(&peakline_hook_dlsym),
+                    &peakline_real_dlsym},
+      Interposition{"dlvsym", reinterpret_cast<void*>(&peakline_hook_dlvsym),
+                    &peakline_real_dlvsym},
   };
   SymbolPatcher* patcher = g_patcher.load(std::memory_order_acquire);
   if (patcher == nullptr) {
@@ -251,7 +251,8 @@ extern "C" void* peakline_dlsym_lookup(void* handle, const char* name) {
     return nullptr;
   }
   using Dlsym = void* (*)(void*, const char*);
-  void* f = reinterpret_cast<Dlsym>(__atomic_load_n(&peakline_real_dlsym, __ATOMIC_RELAXED))(handle, name);
+  void* f = reinterpret_cast<Dlsym>(__atomic_load_n(&peakline_real_dlsym, __ATOMIC_RELAXED))(
+      handle, name);
   void* hook = peakline::hooks::DlsymReplacementFor(f);
   return hook != f ? hook : nullptr;
 }

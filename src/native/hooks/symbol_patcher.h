@@ -2,7 +2,6 @@
 // rewriting the GOT slots of the shared objects already loaded into this process, plus a
 // re-scan after every dlopen. Unlike LD_PRELOAD this works inside an interpreter that is
 // already running (the Python API, Jupyter, pytest): no re-exec, no environment variable.
-// Why this mechanism: shared/research/mechanisms.md, section 2, and issue 3.
 //
 // What gets rewritten. For every loaded object except ld.so, the vDSO, libc and the objects
 // the caller asks to skip (its own extension module), the patcher walks the relocations of
@@ -83,6 +82,13 @@ struct Interposition {
   void* replacement;
   void** original;
 };
+
+// The Interposition of a typed replacement and the typed slot that receives the original.
+template <typename F>
+Interposition MakeInterposition(const char* name, F replacement, F* original) {
+  return Interposition{name, reinterpret_cast<void*>(replacement),
+                       reinterpret_cast<void**>(original)};
+}
 
 // Counts of the last Install or PatchNewObjects, for tests and diagnostics.
 struct PatchStats {

@@ -2,7 +2,7 @@
 //
 // Each thread accumulates its allocation/free byte delta in TLS and flushes it here when it
 // exceeds kFlushBytes (or at once for a large block): a single global atomic per call costs
-// 170+ ns under contention, a per-thread delta about 5 ns (shared/research/mechanisms.md, E1).
+// 170+ ns under contention, a per-thread delta about 5 ns.
 // The peak is checked at every flush, so it is exact to within threads x kFlushBytes.
 //
 // Also kept, for the memory timeline: the highest and lowest live value since the aggregator

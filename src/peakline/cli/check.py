@@ -24,7 +24,7 @@ import sys
 from peakline.cli import options as _options
 from peakline.cli import run as _run
 from peakline.cli.options import Option
-from peakline.errors import PeaklineError, UsageError
+from peakline.errors import UsageError
 from peakline.gates import budgets as _budgets
 from peakline.runner import Target
 
@@ -35,7 +35,7 @@ holds, 5 when one is exceeded, the program's own status when it failed (the repo
 printed either way), 2 for a bad command line, 3 for a bad profile. Budgets can also be set
 in pyproject.toml under [tool.peakline.budgets]; command-line values override them."""
 
-USAGE = ("peakline check [run options] [budgets] (script.py | -m module) [args ...]\n"
+USAGE = ("peakline check [run options] [budgets] (script.py | DIR | -m module) [args ...]\n"
          "       peakline check --profile PROFILE.json [budgets]")
 
 _GROUP = "budgets"
@@ -106,15 +106,13 @@ def command_line_budgets(opts: _options.Values) -> dict:
 
 
 def _check_writable(opts: _options.Values) -> None:
+    from peakline.reporters import check_output_path
+
     for dest, flag in (("verdict_json", "--json"), ("junit", "--junit"),
                        ("summary", "--summary")):
         path = getattr(opts, dest, None)
-        if not path or path == "-":
-            continue
-        folder = os.path.dirname(os.path.abspath(path))
-        if os.path.isdir(path) or not os.path.isdir(folder):
-            raise UsageError(f"{flag} {path}: " + ("is a directory" if os.path.isdir(path)
-                                                   else f"no such directory {folder}"))
+        if path:
+            check_output_path(flag, path)
 
 
 def main(argv: list[str]) -> int:
@@ -143,8 +141,7 @@ def main(argv: list[str]) -> int:
     if target is None:
         raise UsageError("no program to run: give a script path, -m module or --profile "
                          "(see `peakline check --help`)")
-    if target.script is not None and not os.path.isfile(target.script):
-        raise UsageError(f"cannot run {target.script!r}: no such file")
+    _run.check_script(target)
     budgets = _merged(opts, cli, script=target.script, module=target.module)
     baseline = _read_baseline(budgets, target.display)
     outfile = os.path.abspath(opts.outfile or _run.default_outfile(target))
@@ -234,6 +231,7 @@ def _wait(command: list[str]) -> int:
 def _judge_and_report(profiles, budgets: dict, baseline, opts, *, exit_code: int) -> int:
     from peakline.gates import writers
     from peakline.gates.verdict import judge, render_text
+    from peakline.reporters import write_output
 
     verdict = judge(profiles, budgets, baseline=baseline)
     sys.stdout.flush()
@@ -241,18 +239,8 @@ def _judge_and_report(profiles, budgets: dict, baseline, opts, *, exit_code: int
     for path, render, what in ((opts.verdict_json, writers.render_json, "verdict JSON"),
                                (opts.junit, writers.render_junit, "JUnit XML"),
                                (opts.summary, writers.render_markdown, "Markdown summary")):
-        if not path:
-            continue
-        if path == "-":
-            render(verdict, sys.stdout)
-            sys.stdout.flush()
-            continue
-        try:
-            with open(path, "w", encoding="utf-8", newline="\n") as stream:
-                render(verdict, stream)
-        except OSError as error:
-            raise PeaklineError(f"cannot write {what} to {path}: "
-                                f"{error.strerror or error}") from None
+        if path:
+            write_output(path, what, lambda stream: render(verdict, stream), notes=None)
     if exit_code:
         return exit_code
     return 0 if verdict.ok else _budgets.EXIT_OVER_BUDGET

@@ -7,12 +7,10 @@ profiles: one line, exit 3 (ProfileFormatError); a bad option: exit 2.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from peakline.cli import options as _options
 from peakline.cli.options import Option
-from peakline.errors import PeaklineError
 
 DESCRIPTION = """\
 Show profiles side by side: totals (heap peak, RSS, CPU, wall, copies, GPU), then the rows
@@ -64,13 +62,13 @@ def main(argv: list[str]) -> int:
     from peakline.errors import UsageError
     from peakline.gates import compare as _compare
     from peakline.model.profile_file import read_profile
+    from peakline.reporters import check_output_path, write_output
 
     if len(opts.profiles) < 2:
         raise UsageError("compare needs at least two profiles")
     for flag, path in (("--html", opts.html), ("--json", opts.json)):
-        if path and path != "-" and (os.path.isdir(path) or
-                                     not os.path.isdir(os.path.dirname(os.path.abspath(path)))):
-            raise UsageError(f"{flag} {path}: cannot write there")
+        if path:
+            check_output_path(flag, path)
     profiles = [read_profile(p) for p in opts.profiles]
     comparison = _compare.compare(profiles, opts.profiles, by=opts.by, top=opts.top)
     if opts.json != "-":
@@ -84,14 +82,5 @@ def main(argv: list[str]) -> int:
         outputs.append((opts.html, "comparison HTML",
                         lambda s: _compare.render_html(comparison, s)))
     for path, what, render in outputs:
-        if path == "-":
-            render(sys.stdout)
-            continue
-        try:
-            with open(path, "w", encoding="utf-8", newline="\n") as stream:
-                render(stream)
-        except OSError as error:
-            raise PeaklineError(f"cannot write {what} to {path}: "
-                                f"{error.strerror or error}") from None
-        print(f"peakline: {what} written to {os.path.abspath(path)}", file=sys.stderr)
+        write_output(path, what, render, notes=sys.stderr)
     return 0

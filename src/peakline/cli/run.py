@@ -138,8 +138,7 @@ def main(argv: list[str]) -> int:
         else:
             raise UsageError("no program to run: give a script path or -m module "
                              "(see `peakline run --help`)")
-    if target.script is not None and not os.path.exists(target.script):
-        raise UsageError(f"cannot run {target.script!r}: no such file")
+    check_script(target)
     if not (0.001 <= opts.cpu_sampling_rate <= 1.0):
         raise UsageError("--cpu-sampling-rate must be between 0.001 and 1 second")
     outfile = os.path.abspath(opts.outfile or default_outfile(target))
@@ -158,6 +157,13 @@ def main(argv: list[str]) -> int:
         gpu=opts.gpu,
     )
     return _profile_and_run(target, options, outfile, opts)
+
+
+def check_script(target: Target) -> None:
+    """UsageError unless the target's script exists: a file, or a directory or zip archive
+    with a __main__.py (whose absence Python itself reports when the program starts)."""
+    if target.script is not None and not os.path.exists(target.script):
+        raise UsageError(f"cannot run {target.script!r}: no such file")
 
 
 def check_profile_path(path: str, given: str | None) -> None:

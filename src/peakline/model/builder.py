@@ -74,8 +74,8 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
     exactly as ``read_profile`` would validate it."""
     frames = [_normalise_frame(f) for f in raw.get("frames", ())]
     reported = [selection.is_reported(f[0]) for f in frames]
-    launcher = [selection.is_own(f[0]) or _is_runpy(f[0]) for f in frames]
     own = [selection.is_own(f[0]) for f in frames]
+    launcher = [o or _is_runpy(f[0]) for o, f in zip(own, frames)]
     importing = [memory_builder.is_import_machinery(f[0]) for f in frames]
     n_frames = len(frames)
 
@@ -152,10 +152,10 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
     }
     if raw_memory:
         document.update(memory_builder.run_fields(
-            {**raw_memory, "start_monotonic_ns": stats.get("start_monotonic_ns")},
-            elapsed_s=meta.get("elapsed_s") or 0.0,
+            raw_memory, elapsed_s=meta.get("elapsed_s") or 0.0,
             peak_rss_bytes=meta.get("peak_rss_bytes"),
-            unattributed_alloc_bytes=memory.unattributed_alloc_bytes if memory else 0))
+            unattributed_alloc_bytes=memory.unattributed_alloc_bytes if memory else 0,
+            start_monotonic_ns=stats.get("start_monotonic_ns")))
     gpu_builder.add_fields(document, raw.get("gpu"), raw.get("stacks", ()), frames, reported)
     return Profile.from_dict(document, source="build_profile")
 

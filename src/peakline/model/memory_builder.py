@@ -73,7 +73,8 @@ def line_timelines(raw_memory: Mapping[str, Any]) -> dict[tuple[str, int], list[
 
 
 def run_fields(raw_memory: Mapping[str, Any], *, elapsed_s: float, peak_rss_bytes: int | None,
-               unattributed_alloc_bytes: int) -> dict[str, Any]:
+               unattributed_alloc_bytes: int,
+               start_monotonic_ns: int | None = None) -> dict[str, Any]:
     stats = raw_memory.get("stats", {})
     timeline = [[t / _NS_PER_S, b] for t, b in raw_memory.get("timeline", ())]
     if elapsed_s > 0 and (not timeline or timeline[-1][0] < elapsed_s):
@@ -99,9 +100,8 @@ def run_fields(raw_memory: Mapping[str, Any], *, elapsed_s: float, peak_rss_byte
         "unattributed_alloc_bytes": unattributed_alloc_bytes,
         "staged_events": stats.get("staged_events", 0),
     }
-    zero_ns = raw_memory.get("start_monotonic_ns")
-    if zero_ns:
-        memory["start_monotonic_s"] = zero_ns / _NS_PER_S
+    if start_monotonic_ns:
+        memory["start_monotonic_s"] = start_monotonic_ns / _NS_PER_S
     for name in ("blas_buffer_bytes", "blas_buffer_maps"):
         if name in stats:
             memory[name] = stats[name]

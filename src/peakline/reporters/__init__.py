@@ -65,12 +65,19 @@ def check_outputs(opts: Values) -> None:
     the file itself). UsageError otherwise, so a long run is not wasted on a typo."""
     for option in ("html", "json", "speedscope"):
         path = getattr(opts, option, None)
-        if not isinstance(path, str) or path == "-":
-            continue
-        folder = os.path.dirname(os.path.abspath(path))
-        if os.path.isdir(path) or not os.path.isdir(folder):
-            raise UsageError(f"--{option} {path}: " + ("is a directory" if os.path.isdir(path)
-                                                       else f"no such directory {folder}"))
+        if isinstance(path, str):
+            check_output_path(f"--{option}", path)
+
+
+def check_output_path(flag: str, path: str) -> None:
+    """UsageError unless the output ``path`` of ``flag`` can be created: its folder exists and
+    it is not a folder itself. '-' (standard output) always can."""
+    if path == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder):
+        raise UsageError(f"{flag} {path}: " + ("is a directory" if os.path.isdir(path)
+                                               else f"no such directory {folder}"))
 
 
 def render_outputs(profile: Profile, opts: Values, *, text_stream: TextIO | None,
@@ -105,14 +112,17 @@ def render_outputs(profile: Profile, opts: Values, *, text_stream: TextIO | None
                      lambda stream: speedscope.render(profile, stream)))
     for path, what, render in jobs:
         try:
-            _write(path, what, notes, render)
+            write_output(path, what, render, notes=notes)
         except PeaklineError as error:
             if strict:
                 raise
             print(f"peakline: error: {error}", file=notes)
 
 
-def _write(path: str, what: str, notes: TextIO, render: Callable[[TextIO], None]) -> None:
+def write_output(path: str, what: str, render: Callable[[TextIO], None], *,
+                 notes: TextIO | None) -> None:
+    """``render`` into ``path`` ('-': standard output); a file written is noted on ``notes``
+    (None: not noted). A file that cannot be written: PeaklineError with a one-line message."""
     if path == "-":
         render(sys.stdout)
         sys.stdout.flush()
@@ -123,4 +133,5 @@ def _write(path: str, what: str, notes: TextIO, render: Callable[[TextIO], None]
     except OSError as error:
         raise PeaklineError(f"cannot write {what} to {path}: "
                             f"{error.strerror or error}") from None
-    print(f"peakline: {what} written to {os.path.abspath(path)}", file=notes)
+    if notes is not None:
+        print(f"peakline: {what} written to {os.path.abspath(path)}", file=notes)
