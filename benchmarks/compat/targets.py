@@ -101,12 +101,11 @@ KNOWN_FLAKY: dict[str, str] = {}
 
 # Why a test differs under peakline, where that is understood: test-id pattern -> explanation.
 EXPLAINED: dict[str, str] = {
-    "test.test_signal.PosixTests.test_keyboard_interrupt_exit_code":
-        "a peakline defect. The test's Python child ends by an uncaught KeyboardInterrupt and "
-        "must then die by SIGINT (status -2). Under peakline the child is profiled too, and its "
-        "profile is written at exit by code that runs exec() (dataclass creation); any exec() "
-        "of a string after the KeyboardInterrupt clears CPython's record of it, so the child "
-        "exits with status 1 instead (`AssertionError: 1 != -2`).",
+    "test.test_gc.GCTests.test_get_count":
+        "not understood yet, and seen in full mode only: the test allows fewer than 5 "
+        "GC-tracked allocations between gc.collect() and gc.get_count(), and under peakline "
+        "about 1 run in 6 counts 6 (2 of 8 runs here; 0 of 6 unprofiled). Something "
+        "allocates a few container objects in that window; which thread does it is not known.",
 }
 
 

@@ -383,8 +383,11 @@ def remove_os_exit(callback) -> None:
 # execvpe all end in one of them) so the callbacks below write the profile of the part before
 # the exec; then the new image starts without peakline's environment (``PEAKLINE_CHILD_*`` and
 # the generated sitecustomize's directory on ``PYTHONPATH``): it runs unprofiled, as a
-# program exec'd by an unprofiled one would. An exec that fails (OSError) returns to a program
-# that now runs unprofiled. Callbacks must be quick and must not raise (errors are swallowed).
+# program exec'd by an unprofiled one would. An exec that cannot go ahead (what CPython refuses
+# before the system call, or no executable file at the path) raises what it raises unprofiled,
+# and nothing of peakline's runs; one that fails in the system call all the same returns to a
+# program that now runs unprofiled. Callbacks must be quick and must not raise (errors are
+# swallowed).
 _real_execv = os.execv
 _real_execve = os.execve
 _exec_callbacks: list = []
@@ -405,12 +408,37 @@ def _before_exec() -> None:
             os.environ[key] = value
 
 
+def _exec_goes_ahead(path, argv, env=None) -> bool:
+    """Whether an exec can replace the image: argv and env pass CPython's own checks (argv a
+    non-empty tuple or list whose first element is not empty; env names without "=" and no
+    NUL anywhere) and path names an executable file (an int is a descriptor, for fexecve)."""
+    if not isinstance(argv, (tuple, list)) or not argv or not argv[0]:
+        return False
+    if env is not None:
+        try:
+            for key, value in env.items():
+                key, value = os.fsencode(key), os.fsencode(value)
+                if not key or b"=" in key or b"\0" in key or b"\0" in value:
+                    return False
+        except (AttributeError, TypeError, ValueError):
+            return False
+    if isinstance(path, int):
+        return True
+    try:
+        return os.access(path, os.X_OK) and not os.path.isdir(path)
+    except (TypeError, ValueError):
+        return False
+
+
 def _execv(path, argv):
-    _before_exec()
+    if _exec_goes_ahead(path, argv):
+        _before_exec()
     return _real_execv(path, argv)
 
 
 def _execve(path, argv, env):
+    if not _exec_goes_ahead(path, argv, env):
+        return _real_execve(path, argv, env)
     _before_exec()
     from peakline import child
     return _real_execve(path, argv, child.environment_without_peakline(env))

@@ -278,6 +278,27 @@ def test_execv_writes_the_profile_before_and_the_new_image_runs_unprofiled(tmp_p
     assert os.listdir(tmp) == []
 
 
+def test_an_exec_that_cannot_go_ahead_changes_nothing(tmp_path):
+    # Bad arguments or no such program: the exec raises before the system call, as unprofiled
+    # (CPython's test_os ExecTests.test_execv_with_bad_arglist does this). The profile is not
+    # written early, the environment keeps peakline's variables (the run goes on profiled),
+    # and the program's later work and exit status are measured as usual.
+    program = PROGRAMS / "exec_refused.py"
+    expected = _plain(program)
+    assert expected.returncode == 3
+    result = run_peakline(["--no-report", str(program)], tmp_path, timeout=60)
+    assert result.returncode == 3, result.stderr
+    assert result.stdout == expected.stdout.replace("variables False", "variables True")
+    # The profile is written once, at the end, and nothing went wrong on the way.
+    assert result.stderr.count("profile written") == 1 and "error" not in result.stderr, \
+        result.stderr
+    assert result.stderr.rstrip().endswith(f"profile written to {result.profile_path}")
+    profile = result.profile()
+    assert profile["exit_code"] == 3
+    after = line_record(profile, program, marked_lines(program)["after"])
+    assert after["alloc_python_bytes"] + after["alloc_native_bytes"] > 5_000_000
+
+
 def test_execve_in_a_child_hands_its_profile_over_and_strips_the_environment(tmp_path):
     import os
 

@@ -308,7 +308,8 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
     # The program's last statement has run: none of its timers or handlers fire from now on.
     runner.stand_down_program_signals(keep=(on_sigterm,))
     report[0] = _report_stream()
-    session.stop()
+    if session.running:  # not after an os.exec* that failed once the profile was written
+        session.stop()
     outcome.release()
     if not outcome.started:
         # Nothing ran (no such module, a syntax error): the interpreter's message and status,
