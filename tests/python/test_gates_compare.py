@@ -74,7 +74,11 @@ def test_moved_lines_match_by_source_text_across_checkouts(tmp_path):
     assert [v["memory_bytes"] for v in row["values"]] == [100 * MiB, 130 * MiB]
     change = row["change"][0]["memory_bytes"]
     assert change["absolute"] == 30 * MiB and change["relative"] == pytest.approx(0.3)
-    assert data["rows"][0] is not None and data["rows"][0]["label"] == row["label"]  # top row
+    # Of the rows, it is the one whose memory changed most (time changes rank rows too, and
+    # the import line's time varies from run to run on a busy machine).
+    def memory_change(r):
+        return abs((r["change"][0].get("memory_bytes") or {}).get("absolute") or 0)
+    assert max(data["rows"], key=memory_change)["label"] == row["label"]
     runs = data["runs"]
     assert runs[1]["peak_bytes"] - runs[0]["peak_bytes"] == pytest.approx(30 * MiB, abs=MiB)
     # the text names the totals and the change
