@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -60,6 +61,23 @@ TEST(MainStackCacheTest, AStackIsReadAgainOnlyWhenTheMainThreadRan) {
   EXPECT_EQ(cache.readings(), 3u);
 }
 
+TEST(MainStackCacheTest, AnInvalidatedReadingIsNeverHandedOutAgain) {
+  // A code object about to be freed may be named in the cached reading: after Invalidate the
+  // stack is read afresh even though the main thread did not run and the reading is young.
+  FakeMain main;
+  MainStackCache cache;
+  cache.Reset(FakeRead, FakeCpu, &main);
+  RawFrame out[64];
+  EXPECT_EQ(cache.Get(100 * kMs, out, 64), 3);
+  main.generation.store(2);
+  cache.Invalidate();
+  EXPECT_EQ(cache.Get(100 * kMs + 1, out, 64), 3);
+  EXPECT_EQ(out[0].code, reinterpret_cast<const void*>(uintptr_t{2}));
+  EXPECT_EQ(main.reads.load(), 2);
+  EXPECT_EQ(cache.Get(100 * kMs + 2, out, 64), 3);  // the fresh reading is reused again
+  EXPECT_EQ(main.reads.load(), 2);
+}
+
 TEST(MainStackCacheTest, ReturnsAtMostRoomAndKFrames) {
   FakeMain main;
   main.depth.store(100);
@@ -100,6 +118,13 @@ TEST(MainStackCacheTest, ConcurrentReadersNeverSeeATornReading) {
   for (int i = 0; i < 20000; ++i) {
     main.generation.fetch_add(1);
     main.cpu.fetch_add(1);
+  }
+  // On a busy machine the readers may not have run yet: let them read for a while (5 s at
+  // most) while the main thread keeps moving.
+  for (int i = 0; results.load() <= 100 && i < 5000; ++i) {
+    main.generation.fetch_add(1);
+    main.cpu.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   stop.store(true);
   for (auto& t : threads) t.join();

@@ -84,6 +84,16 @@ class MainStackCache {
     return m;
   }
 
+  // A code object is about to be freed: a reading taken before may name it, and must not be
+  // handed out again (the aggregator resolves the frames of a record after the code objects
+  // it has seen die are freed). The next Get reads the stack afresh; a Get in progress
+  // sees the sequence move and reads afresh too. Async-signal-safe.
+  void Invalidate() {
+    read_ns_.store(kNever, std::memory_order_relaxed);
+    cpu_ns_.store(kNoCpu, std::memory_order_relaxed);
+    seq_.fetch_add(2, std::memory_order_release);  // parity kept: a writer's odd stays odd
+  }
+
   uint64_t readings() const { return readings_.load(std::memory_order_relaxed); }
 
  private:
@@ -97,6 +107,9 @@ class MainStackCache {
   std::atomic<int> n_{0};
   RawFrame frames_[kFrames];
   std::atomic<uint64_t> readings_{0};
+  // What Invalidate leaves: a reading older than any bound, at a CPU time no clock returns.
+  static constexpr int64_t kNever = INT64_MIN / 2;
+  static constexpr int64_t kNoCpu = -2;
 };
 
 }  // namespace peakline::engine

@@ -116,6 +116,9 @@ int64_t g_memory_interval = 0;
 int64_t g_copy_interval = 0;
 
 bool BeforeCodeFreed(PyObject* code) {
+  // A cached reading of the main thread's stack may name this code object; once it is freed
+  // such a reading would make other threads' records name freed memory.
+  g_main_stack.Invalidate();
   return g_session != nullptr && g_session->BeforeCodeFreed(code);
 }
 

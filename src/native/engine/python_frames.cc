@@ -118,11 +118,29 @@ StackRead ReadOtherThreadStack(PyThreadState* ts, RawFrame* out, int max) {
   return r;
 }
 
+namespace {
+// A reference count that a live object can have: a freed block's first word is an allocator's
+// free-list pointer (or 0), far above any count.
+bool PlausibleRefcount(Py_ssize_t refcnt) { return refcnt > 0 && refcnt < (Py_ssize_t{1} << 40); }
+
+bool LooksLikeLiveString(const PyObject* s) {
+  PyObject head;
+  return PlausibleObject(s) && SafeRead(s, &head, sizeof(head)) &&
+         head.ob_type == &PyUnicode_Type && PlausibleRefcount(head.ob_refcnt);
+}
+}  // namespace
+
 bool ForeignCodeLooksAlive(const RawFrame& frame) {
-  PyVarObject head;
-  if (!PlausibleObject(frame.code) || !SafeRead(frame.code, &head, sizeof(head))) return false;
-  return head.ob_base.ob_type == &PyCode_Type && head.ob_base.ob_refcnt > 0 &&
-         frame.lasti >= -1 && frame.lasti < head.ob_size;
+  // A racy reading of another thread's stack can name a code object freed since (a stale
+  // frame of the data stack, a reading taken just before the free): everything the resolver
+  // will touch first is checked through copies. Freed memory that still passes is resolved
+  // to whatever it held, never dereferenced past these fields unchecked.
+  PyCodeObject code;
+  if (!PlausibleObject(frame.code) || !SafeRead(frame.code, &code, sizeof(code))) return false;
+  const PyVarObject& head = code.ob_base;
+  return head.ob_base.ob_type == &PyCode_Type && PlausibleRefcount(head.ob_base.ob_refcnt) &&
+         frame.lasti >= -1 && frame.lasti < head.ob_size &&
+         LooksLikeLiveString(code.co_filename) && LooksLikeLiveString(code.co_name);
 }
 
 namespace {
