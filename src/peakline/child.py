@@ -523,8 +523,7 @@ def _on_sigterm(signum, frame) -> None:  # noqa: ARG001
     # Unprofiled, SIGTERM kills the child at once: write what was measured, die the same way.
     # It often comes while the profile is being written at exit (Pool.terminate after the
     # workers got their stop sentinel): then the write finishes first, and re-raises it.
-    if not runner.sigterm_handler_started(signum):
-        return
+    runner.sigterm_handler_started(signum)
     if _own is not None and _own.writing and _own.pid == os.getpid():
         _own.deferred_signal = signum
         return

@@ -10,6 +10,7 @@ interpreter's message and status, and nothing else.
 
 from __future__ import annotations
 
+import _thread
 import builtins
 import os
 import signal
@@ -502,11 +503,14 @@ def set_unhandled_keyboard_interrupt() -> None:
 # signal.getsignal and signal.signal (Python functions of the signal module) are replaced by
 # twins that report peakline's handler as SIG_DFL, so a program that installs its own handler
 # and chains to the previous one finds SIG_DFL (not callable) and runs its own cleanup; once
-# it has its own handler, SIGTERM is its business, as unprofiled. A program that sets SIG_DFL
-# gets peakline's handler back (it dies by SIGTERM either way, with its profile written).
+# it has its own handler, SIGTERM is its business, as unprofiled. ``_thread.interrupt_main``
+# gets a twin too: it does nothing for a signal whose handler is SIG_DFL, as the program sees
+# it. A program that sets SIG_DFL gets peakline's handler back (it dies by SIGTERM either
+# way, with its profile written).
 # Only ``_signal.getsignal``, called directly, still shows the handler.
 _real_signal = signal.signal
 _real_getsignal = signal.getsignal
+_real_interrupt_main = _thread.interrupt_main
 _hidden_handlers: dict[int, object] = {}   # signal number -> peakline's handler
 
 
@@ -539,8 +543,19 @@ def _getsignal_twin(signalnum):
     return handler
 
 
+def _interrupt_main_twin(signum=signal.SIGINT):
+    # _thread.interrupt_main(signum) runs the signal's Python handler as if the signal had
+    # come, and does nothing when the handler is SIG_DFL or SIG_IGN. Where peakline's handler
+    # stands hidden, the program's handler is SIG_DFL: nothing happens, as unprofiled.
+    if isinstance(signum, int) and _real_getsignal(signum) is not None and \
+            _real_getsignal(signum) is _hidden_handlers.get(int(signum)):
+        return None
+    return _real_interrupt_main(signum)
+
+
 _dressed(_signal_twin, _real_signal)
 _dressed(_getsignal_twin, _real_getsignal)
+_dressed(_interrupt_main_twin, _real_interrupt_main)
 
 
 def _watch(signum: int) -> None:
@@ -560,6 +575,7 @@ def install_sigterm_handler(handler) -> None:
     _hidden_handlers[int(signal.SIGTERM)] = handler
     signal.signal = _signal_twin
     signal.getsignal = _getsignal_twin
+    _thread.interrupt_main = _interrupt_main_twin
     _watch(signal.SIGTERM)
 
 
@@ -572,24 +588,19 @@ def uninstall_sigterm_handler(handler) -> None:
     if not _hidden_handlers:
         signal.signal = _real_signal
         signal.getsignal = _real_getsignal
+        _thread.interrupt_main = _real_interrupt_main
 
 
-def sigterm_handler_started(signum: int) -> bool:
-    """Called first thing by peakline's SIGTERM handlers. False when no signal came: the
-    handler was tripped by ``_thread.interrupt_main(signum)``, which does nothing unprofiled
-    (the program's handler there is SIG_DFL), so the caller returns at once. True when the
-    process is dying by this signal: peakline's own ``signal.signal(signum, SIG_DFL)`` before
-    re-raising it must then really install SIG_DFL."""
+def sigterm_handler_started(signum: int) -> None:
+    # The process is dying by this signal: peakline's own signal.signal(signum, SIG_DFL)
+    # before re-raising it must really install SIG_DFL.
+    _hidden_handlers.pop(int(signum), None)
     try:
         from peakline import _core
 
-        delivered = _core.signal_handled(signum)
+        _core.signal_handled(signum)
     except (ImportError, AttributeError):
-        delivered = True
-    if delivered is False:
-        return False
-    _hidden_handlers.pop(int(signum), None)
-    return True
+        pass
 
 
 # ---- after the program's last statement ---------------------------------------------------

@@ -255,6 +255,16 @@ def test_program_ended_by_keyboard_interrupt_dies_by_sigint(tmp_path):
     assert result.profile_path.exists()
 
 
+def test_pool_terminate_ends_its_fork_workers(tmp_path):
+    # terminate() sends SIGTERM to the workers, which run peakline's child handler (installed
+    # in the fork child over the parent's watched one): each must still die by it, and the
+    # pool's join() return, as unprofiled.
+    program = PROGRAMS / "pool_terminate.py"
+    expected = _plain(program, timeout=60)
+    result = run_peakline(["--no-report", str(program)], tmp_path, timeout=60)
+    assert (result.returncode, result.stdout) == (0, expected.stdout), result.stderr
+
+
 # ---- exec ----------------------------------------------------------------------------------
 
 def test_execv_writes_the_profile_before_and_the_new_image_runs_unprofiled(tmp_path):

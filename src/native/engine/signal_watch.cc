@@ -84,12 +84,10 @@ int WatchSignal(int signo) {
   return 0;
 }
 
-bool SignalHandled(int signo) {
-  if (signo <= 0 || signo >= kMaxSignal) return true;
-  Watched& w = g_watched[signo];
-  const int64_t arrived = w.arrived_ns.exchange(0, std::memory_order_relaxed);
-  w.kicked_ns.store(0, std::memory_order_relaxed);
-  return arrived != 0 || !w.active.load(std::memory_order_acquire);
+void SignalHandled(int signo) {
+  if (signo <= 0 || signo >= kMaxSignal) return;
+  g_watched[signo].arrived_ns.store(0, std::memory_order_relaxed);
+  g_watched[signo].kicked_ns.store(0, std::memory_order_relaxed);
 }
 
 int KickPendingSignals(pid_t main_tid, int64_t now_ns, const SignalKickPolicy& policy) {

@@ -29,12 +29,8 @@ namespace peakline::engine {
 // Returns 0 or an errno value. The wrapper goes away by itself when the program (or CPython)
 // installs another handler. A fork child forgets the arrivals its parent recorded.
 int WatchSignal(int signo);
-// The Python handler of `signo` has started: no more re-sending. Returns whether the kernel
-// delivered the signal (an arrival was recorded), or nothing can tell (the signal is not
-// watched). False means the Python handler was tripped without a signal:
-// `_thread.interrupt_main(signo)` does that, and unprofiled, with SIG_DFL there, it does
-// nothing at all.
-bool SignalHandled(int signo);
+// The Python handler of `signo` has started: no more re-sending.
+void SignalHandled(int signo);
 
 struct SignalKickPolicy {
   int64_t first_after_ns = 50'000'000;   // leave the handler this long to run by itself

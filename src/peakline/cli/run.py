@@ -250,8 +250,7 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
         # Unprofiled, SIGTERM kills the process at once (no cleanup runs); we write what was
         # measured, then die by the same signal. A fork child inherits this handler: there it
         # writes the child's own profile (peakline.child).
-        if not runner.sigterm_handler_started(signum):
-            return
+        runner.sigterm_handler_started(signum)
         if os.getpid() == main_pid:
             if writing:  # the profile is being written: let it finish, then die by signum
                 deferred.append(signum)
