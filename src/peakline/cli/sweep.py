@@ -81,31 +81,9 @@ def _parser():
 
 def split_command_line(argv: list[str]) -> tuple[list[str], Target | None]:
     """(our options, the program), split at the first token that is not an option of ours or
-    its value, as `peakline run` does."""
+    its value, by `peakline run`'s own splitter."""
     flags = _options.value_flags([*SWEEP_OPTIONS, *RUN_OPTIONS]) | set(REPEATABLE)
-    ours: list[str] = []
-    i = 0
-    while i < len(argv):
-        tok = argv[i]
-        if tok == "--":
-            i += 1
-            break
-        if tok == "-m":
-            if i + 1 >= len(argv):
-                raise UsageError("-m needs a module name")
-            return ours, Target(module=argv[i + 1], args=argv[i + 2:])
-        if not tok.startswith("-") or tok == "-":
-            break
-        ours.append(tok)
-        if tok in flags:
-            if i + 1 >= len(argv):
-                raise UsageError(f"{tok} needs a value")
-            ours.append(argv[i + 1])
-            i += 1
-        i += 1
-    if i >= len(argv):
-        return ours, None
-    return ours, Target(script=argv[i], args=argv[i + 1:])
+    return _run.split_command_line(argv, frozenset(flags))
 
 
 def parse(tokens: list[str]) -> tuple[_options.Values, list[str]]:

@@ -65,13 +65,18 @@ def read_profile(path: str | os.PathLike) -> Profile:
 def write_profile(profile: Profile, path: str | os.PathLike) -> None:
     """Write atomically: a temporary file in the same directory, fsync, then rename over
     ``path``, so a reader (or a crash mid-write) never sees half a profile."""
-    text = dumps_profile(profile)
+    write_text_atomically(dumps_profile(profile), path, encoding="ascii")
+
+
+def write_text_atomically(text: str, path: str | os.PathLike, *, encoding: str) -> None:
+    """A temporary file in the same directory, fsync, then rename over ``path``: a reader (or
+    a crash mid-write) never sees half a file. Profile and sweep files are written this way."""
     directory = os.path.dirname(os.path.abspath(path))
     # os.open with 0o666 (not mkstemp's 0o600) so the file gets the user's umask like any other.
     tmp_path = os.path.join(directory, f".peakline-{os.getpid()}-{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, "w", encoding="ascii") as stream:
+        with os.fdopen(fd, "w", encoding=encoding) as stream:
             stream.write(text)
             stream.flush()
             os.fsync(stream.fileno())

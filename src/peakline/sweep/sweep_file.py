@@ -25,7 +25,7 @@ from typing import Any
 
 from peakline.model.profile import (_Invalid, _at, _count, _format_error, _int, _list_of,
                                     _nullable, _object, _seconds, _show, _str)
-from peakline.model.profile_file import _finite_float, _reject_constant
+from peakline.model.profile_file import _finite_float, _reject_constant, write_text_atomically
 from peakline.sweep.fit import MODELS
 
 FORMAT_NAME = "peakline-sweep"
@@ -196,20 +196,5 @@ def dumps_sweep(sweep: dict) -> str:
 
 
 def write_sweep(sweep: dict, path: str | os.PathLike) -> None:
-    """Atomic, as profile files are: a temporary file beside it, fsync, rename."""
-    text = dumps_sweep(sweep)
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp_path = os.path.join(directory, f".peakline-sweep-{os.getpid()}-{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(tmp_path, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_path)
-        except OSError:
-            pass
-        raise
+    """Atomic, as profile files are (profile_file.write_text_atomically)."""
+    write_text_atomically(dumps_sweep(sweep), path, encoding="utf-8")
