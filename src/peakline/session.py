@@ -312,6 +312,9 @@ class Session:
         self._started_mono = time.perf_counter()
         self._started_cpu_ns = time.process_time_ns()
         self._thread_names.install(core)
+        for thread in threading.enumerate():  # 3.10's thread states lack the kernel id
+            if thread.ident is not None and thread.native_id is not None:
+                core.remember_native_thread_id(thread.ident, thread.native_id)
         try:
             core.start(interval_ns, int(TICK_INTERVAL_S * 1e9), self.options.sample_native_threads,
                        threading.main_thread().native_id or 0, call_opcode_table(),

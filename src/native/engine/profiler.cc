@@ -2,6 +2,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include "engine/code_regions.h"
 #include "engine/cpu_signal_handler.h"
 #include "engine/main_stack_cache.h"
+#include "engine/native_thread_ids.h"
 #include "engine/python_frames.h"
 #include "engine/thread_cpu_timer.h"
 #include "hooks/allocation_hooks.h"
@@ -41,7 +43,7 @@ std::atomic<PyThreadState*> g_main_tstate{nullptr};
 PyThreadState* FindThreadState(pid_t tid) {
   for (PyThreadState* ts = PyInterpreterState_ThreadHead(PyInterpreterState_Main()); ts != nullptr;
        ts = PyThreadState_Next(ts)) {
-    if (static_cast<pid_t>(ts->native_thread_id) == tid) return ts;
+    if (NativeThreadId(ts) == tid) return ts;
   }
   return nullptr;
 }
@@ -248,6 +250,7 @@ std::string StopProfiler() {
 bool ProfilerActive() { return g_session != nullptr; }
 
 void ThreadStarted() {
+  RememberNativeThreadId(static_cast<unsigned long>(pthread_self()), CurrentTid());
   if (g_session != nullptr) g_session->ThreadStarted(CurrentTid());
 }
 
