@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from peakline.errors import ProfilerStateError
+from peakline.interpreter import check_supported
 
 DEFAULT_CPU_INTERVAL_S = 0.01
 DEFAULT_MEMORY_INTERVAL_BYTES = 512 * 1024
@@ -222,6 +223,7 @@ def sampling_warning(raw: dict[str, Any], process_cpu_ns: int,
 
 
 def _core():
+    check_supported()  # before the core is loaded: it reads this interpreter's structures
     try:
         from peakline import _core
     except ImportError as exc:  # pragma: no cover - broken install
