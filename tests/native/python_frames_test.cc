@@ -381,6 +381,8 @@ TEST_F(PythonFramesTest, ForeignCodeCheckRefusesWhatIsNotALiveCodeObject) {
 void** CurrentFrameSlot(PyThreadState* ts) {
 #if PY_VERSION_HEX >= 0x030D0000
   return reinterpret_cast<void**>(&ts->current_frame);
+#elif PY_VERSION_HEX < 0x030B0000
+  return reinterpret_cast<void**>(&ts->frame);
 #else
   return reinterpret_cast<void**>(&ts->cframe->current_frame);
 #endif

@@ -163,7 +163,8 @@ int CodeRegionMap::AddFileSymbols(const void* addr, const char* const* names, in
     const ElfW(Shdr)& symtab = sections[s];
     if (symtab.sh_type != SHT_SYMTAB || symtab.sh_link >= eh->e_shnum) continue;
     const ElfW(Shdr)& strtab = sections[symtab.sh_link];
-    const auto* syms = reinterpret_cast<const ElfW(Sym)*>(file.At(symtab.sh_offset, symtab.sh_size));
+    const auto* syms =
+        reinterpret_cast<const ElfW(Sym)*>(file.At(symtab.sh_offset, symtab.sh_size));
     const char* strings = file.At(strtab.sh_offset, strtab.sh_size);
     if (syms == nullptr || strings == nullptr) return 0;
     const size_t nsyms = symtab.sh_size / sizeof(ElfW(Sym));

@@ -130,7 +130,8 @@ bool ForeignCodeLooksAlive(const RawFrame& frame) {
   }
   const Py_ssize_t refcnt = reinterpret_cast<const PyObject*>(&code)->ob_refcnt;
   return shape.type == &PyCode_Type && PlausibleRefcount(refcnt) && frame.lasti >= -1 &&
-         frame.lasti < shape.ncodeunits && LooksLikeLiveString(code.co_filename) && LooksLikeLiveString(code.co_name);
+         frame.lasti < shape.ncodeunits && LooksLikeLiveString(code.co_filename) &&
+         LooksLikeLiveString(code.co_name);
 }
 
 namespace {
