@@ -23,3 +23,7 @@ class ProfilerStateError(PeaklineError):
     """start() while already profiling, stop() while not, or the core failed to start."""
 
     exit_code = 4
+
+
+class UnsupportedInterpreterError(ProfilerStateError):
+    """An interpreter the measuring core does not know (anything but CPython 3.10-3.15)."""

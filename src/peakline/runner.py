@@ -241,7 +241,15 @@ def _code_of_file(path: str) -> tuple[types.CodeType, bool]:
             f.read(12)
             return marshal.load(f), True
         f.seek(0)
-        return compile(f.read(), path, "exec", dont_inherit=True), False
+        source = f.read()
+    try:
+        return compile(source, path, "exec", dont_inherit=True), False
+    except ValueError:
+        if b"\0" not in source:
+            raise
+        # 3.10's compile() refuses a NUL byte with a ValueError; the interpreter running the
+        # file fails with a SyntaxError (exit status 1), in 3.12+'s words below.
+        raise SyntaxError("source code cannot contain null bytes", (path, 1, 1, None)) from None
 
 
 def _join_non_daemon_threads() -> None:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from peakline.errors import ProfilerStateError
+from peakline.interpreter import check_supported
 
 DEFAULT_CPU_INTERVAL_S = 0.01
 DEFAULT_MEMORY_INTERVAL_BYTES = 512 * 1024
@@ -222,6 +223,7 @@ def sampling_warning(raw: dict[str, Any], process_cpu_ns: int,
 
 
 def _core():
+    check_supported()  # before the core is loaded: it reads this interpreter's structures
     try:
         from peakline import _core
     except ImportError as exc:  # pragma: no cover - broken install
@@ -312,6 +314,9 @@ class Session:
         self._started_mono = time.perf_counter()
         self._started_cpu_ns = time.process_time_ns()
         self._thread_names.install(core)
+        for thread in threading.enumerate():  # 3.10's thread states lack the kernel id
+            if thread.ident is not None and thread.native_id is not None:
+                core.remember_native_thread_id(thread.ident, thread.native_id)
         try:
             core.start(interval_ns, int(TICK_INTERVAL_S * 1e9), self.options.sample_native_threads,
                        threading.main_thread().native_id or 0, call_opcode_table(),

@@ -17,6 +17,12 @@ namespace {
 
 __attribute__((noinline)) int LocalFunction(int x) { return x * 3 + 1; }
 
+extern "C" {
+__attribute__((noinline, used)) static int peakline_test_static_function(int x) {
+  return x * 5 + 2;
+}
+}
+
 uintptr_t Addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
 // A plain (non-IFUNC) function exported by libc. strlen and libm's cos are IFUNCs on x86-64:
@@ -171,6 +177,28 @@ TEST(CodeRegionsTest, EmptyRangesAndOverflowAreIgnored) {
   EXPECT_EQ(map.size(), CodeRegionMap::kMaxRanges);
   EXPECT_EQ(map.Classify(1000 * CodeRegionMap::kMaxRanges), CodeRegion::kNeutral);
   EXPECT_EQ(map.Classify(1000 * (CodeRegionMap::kMaxRanges + 1)), CodeRegion::kOther);
+}
+
+TEST(CodeRegionsTest, FileSymbolsFindStaticFunctionsByName) {
+  // A static function has no dynamic symbol (dladdr cannot see it): only the file's .symtab
+  // names it, as CPython 3.10's frame_dealloc. The test binary is built unstripped.
+  const char* names[] = {"peakline_test_static_function", "peakline_no_such_function"};
+  CodeRegionMap map;
+  EXPECT_EQ(map.AddFileSymbols(reinterpret_cast<const void*>(&peakline_test_static_function),
+                               names, 2, CodeRegion::kEvalLoop),
+            1);
+  EXPECT_EQ(map.Classify(Addr(reinterpret_cast<const void*>(&peakline_test_static_function))),
+            CodeRegion::kEvalLoop);
+  EXPECT_EQ(map.Classify(Addr(reinterpret_cast<const void*>(&LocalFunction))), CodeRegion::kOther);
+  EXPECT_EQ(peakline_test_static_function(1), 7);
+}
+
+TEST(CodeRegionsTest, FileSymbolsOfAnAddressInNoObjectAddNothing) {
+  const char* names[] = {"qsort"};
+  CodeRegionMap map;
+  EXPECT_EQ(map.AddFileSymbols(reinterpret_cast<const void*>(16), names, 1, CodeRegion::kEvalLoop),
+            0);
+  EXPECT_EQ(map.size(), 0);
 }
 
 }  // namespace

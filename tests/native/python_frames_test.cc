@@ -17,6 +17,21 @@
 namespace peakline::engine {
 namespace {
 
+#if PY_VERSION_HEX >= 0x030B0000
+const _Py_CODEUNIT* CodeUnits(PyCodeObject* code) { return _PyCode_CODE(code); }
+int FrameLastiBytes(PyFrameObject* frame) { return PyFrame_GetLasti(frame); }  // 3.11+
+int32_t CodeUnitCount(PyObject* code) { return static_cast<int32_t>(Py_SIZE(code)); }
+#else
+// 3.10: the instructions are co_code's bytes; the frame object's f_lasti counts code units.
+const _Py_CODEUNIT* CodeUnits(PyCodeObject* code) {
+  return reinterpret_cast<const _Py_CODEUNIT*>(PyBytes_AS_STRING(code->co_code));
+}
+int FrameLastiBytes(PyFrameObject* frame) { return frame->f_lasti < 0 ? -1 : frame->f_lasti * 2; }
+int32_t CodeUnitCount(PyObject* code) {
+  return static_cast<int32_t>(PyBytes_GET_SIZE(reinterpret_cast<PyCodeObject*>(code)->co_code) / 2);
+}
+#endif
+
 // capture(max) -> ([(code, line, opcode at lasti, lasti*2 == frame.f_lasti), ...] leaf first,
 //                  invalid, truncated, top_opcode, problem)
 // Both reading modes must see the same stack; the racy one (the CPU signal handler's) copies
@@ -60,10 +75,10 @@ PyObject* Capture(PyObject*, PyObject* arg) {
     const int opcode =
         frames[i].lasti < 0
             ? -1  // low byte of the code unit (little-endian), as ReadPythonStack reads it
-            : reinterpret_cast<const uint8_t*>(_PyCode_CODE(code) + frames[i].lasti)[0];
-    // The interpreter's own view of the frame (public API, 3.11+): byte offset of the
-    // instruction, which the mirror must reproduce exactly.
-    const bool same_lasti = frame != nullptr && PyFrame_GetLasti(frame) == frames[i].lasti * 2;
+            : reinterpret_cast<const uint8_t*>(CodeUnits(code) + frames[i].lasti)[0];
+    // The interpreter's own view of the frame: byte offset of the instruction, which the
+    // mirror must reproduce exactly.
+    const bool same_lasti = frame != nullptr && FrameLastiBytes(frame) == frames[i].lasti * 2;
     PyObject* item = Py_BuildValue("(OiiO)", reinterpret_cast<PyObject*>(code), line, opcode,
                                    same_lasti ? Py_True : Py_False);
     PyList_Append(list, item);
@@ -123,7 +138,7 @@ short = outer(2)
 in_gen = next(gen())
 in_method = C().method()
 deep = recurse(40)
-top_name = dis._all_opname[warm[3]]
+top_name = getattr(dis, "_all_opname", dis.opname)[warm[3]]  # 3.10: no _all_opname
 )PY";
 
 class PythonFramesTest : public testing::Test {
@@ -188,7 +203,9 @@ class PythonFramesTest : public testing::Test {
   static std::string OpName(int opcode) {
     if (opcode < 0 || opcode > 255) return "<none>";
     PyObject* dis = PyImport_ImportModule("dis");
-    PyObject* names = dis ? PyObject_GetAttrString(dis, "_all_opname") : nullptr;
+    // 3.10 has no specialised opcodes, and no _all_opname.
+    const char* table = dis && PyObject_HasAttrString(dis, "_all_opname") ? "_all_opname" : "opname";
+    PyObject* names = dis ? PyObject_GetAttrString(dis, table) : nullptr;
     PyObject* name = names ? PySequence_GetItem(names, opcode) : nullptr;
     std::string s = name ? PyUnicode_AsUTF8(name) : "?";
     Py_XDECREF(name);
@@ -367,7 +384,7 @@ TEST_F(PythonFramesTest, ForeignCodeCheckRefusesWhatIsNotALiveCodeObject) {
   ASSERT_NE(code, nullptr);
   EXPECT_TRUE(ForeignCodeLooksAlive(RawFrame{code, 0, kForeignFrame}));
   EXPECT_TRUE(ForeignCodeLooksAlive(RawFrame{code, -1, kForeignFrame}));
-  EXPECT_FALSE(ForeignCodeLooksAlive(RawFrame{code, static_cast<int32_t>(Py_SIZE(code)), 1}));
+  EXPECT_FALSE(ForeignCodeLooksAlive(RawFrame{code, CodeUnitCount(code), kForeignFrame}));
   EXPECT_FALSE(ForeignCodeLooksAlive(RawFrame{code, -2, kForeignFrame}));
   EXPECT_FALSE(ForeignCodeLooksAlive(RawFrame{Py_None, 0, kForeignFrame}));
   EXPECT_FALSE(ForeignCodeLooksAlive(RawFrame{reinterpret_cast<void*>(uintptr_t{0xe5}), 0, 1}));
@@ -381,6 +398,8 @@ TEST_F(PythonFramesTest, ForeignCodeCheckRefusesWhatIsNotALiveCodeObject) {
 void** CurrentFrameSlot(PyThreadState* ts) {
 #if PY_VERSION_HEX >= 0x030D0000
   return reinterpret_cast<void**>(&ts->current_frame);
+#elif PY_VERSION_HEX < 0x030B0000
+  return reinterpret_cast<void**>(&ts->frame);
 #else
   return reinterpret_cast<void**>(&ts->cframe->current_frame);
 #endif

@@ -11,6 +11,17 @@ def python_loop(n):
     return total
 
 
+def add(a, b):
+    return a + b
+
+
+def python_calls(n):
+    total = 0
+    for i in range(n):
+        total = add(total, i)  # LINE python_calls
+    return total
+
+
 def native_hash(buf):
     return hashlib.sha256(buf).hexdigest()  # LINE native_hash
 
@@ -21,6 +32,7 @@ def native_sort(xs):
 
 def main():
     python_loop(12_000_000)  # ~0.3 s here: ~30 samples, so one stray sample is ~3%
+    python_calls(2_000_000)  # ~0.3 s: calling a Python function is Python time (3.10: via C)
     buf = b"\x01" * (256 * 1024 * 1024)
     for _ in range(3):
         native_hash(buf)

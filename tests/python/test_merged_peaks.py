@@ -100,8 +100,11 @@ def test_merged_profile_without_tree_figures_is_shown_against_the_sum_of_the_pea
     assert "Lines holding memory at their process's own peak (summed over processes; % of " \
            f"the sum of the peaks, {human_bytes(doc['peak_bytes_sum'])}" in text, text
     shares = [int(p) for p in re.findall(r"mp_known_peaks\.py:\d+\s+[0-9.]+ MiB\s+(\d+)%", text)]
-    # 100 and 50 MiB of the 150.5 MiB sum: 66% and 33%, never 100% of the 100 MiB largest peak
-    assert sorted(shares) == [33, 66], text
+    # 100 and 50 MiB of the ~150.5 MiB sum (the parent's own peak is the rest: 0.5 MiB on
+    # 3.11, 2.7 MiB on 3.10): 66% and 33%, never 100% of the 100 MiB largest peak
+    expected = [round(100 * block / doc["peak_bytes_sum"]) for block in (50 * MIB, 100 * MIB)]
+    assert expected in ([33, 65], [33, 66]), doc["peak_bytes_sum"]
+    assert sorted(shares) == expected, text
 
 
 # ---- the merge itself, on synthetic profiles with known timelines ----------------------------

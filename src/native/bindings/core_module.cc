@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/native_thread_ids.h"
 #include "engine/profiler.h"
 #include "engine/signal_watch.h"
 
@@ -137,6 +138,8 @@ NB_MODULE(_core, m) {
   m.def("active", &peakline::engine::ProfilerActive);
   m.def("thread_started", &peakline::engine::ThreadStarted,
         "Called by a new Python thread first thing (engine/profiler.h).");
+  m.def("remember_native_thread_id", &peakline::engine::RememberNativeThreadId, nb::arg("ident"),
+        nb::arg("native_id"), "threading's ident -> kernel id, for 3.10 (engine/native_thread_ids.h).");
   m.def("thread_finishing", &peakline::engine::ThreadFinishing,
         "Called by a Python thread last thing (engine/profiler.h).");
   m.def("collect", &Collect);

@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "engine/cpu_signal_handler.h"
+#include "engine/native_thread_ids.h"
 #include "engine/own_threads.h"
 #include "engine/python_frames.h"
 #include "engine/signal_watch.h"
@@ -247,7 +248,7 @@ void Aggregator::RegisterPythonThreads() {
   tstates_.clear();
   for (PyThreadState* ts = PyInterpreterState_ThreadHead(PyInterpreterState_Main()); ts != nullptr;
        ts = PyThreadState_Next(ts)) {
-    const auto tid = static_cast<pid_t>(ts->native_thread_id);
+    const pid_t tid = NativeThreadId(ts);
     if (tid == 0 || tid == own_tid_) continue;
     tstates_[tid] = ts;
     if (finished_tids_.count(tid)) continue;

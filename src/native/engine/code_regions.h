@@ -29,6 +29,11 @@ class CodeRegionMap {
   [[nodiscard]] bool AddObjectContaining(const void* addr, CodeRegion region);
   // Adds the code of the symbol that contains addr (its st_size from the ELF symbol table).
   [[nodiscard]] bool AddSymbolContaining(const void* addr, CodeRegion region);
+  // Adds the functions named in names (n of them) of the loaded object that contains addr,
+  // found by name in its file's full symbol table (.symtab: static functions included, which
+  // dladdr cannot see). Returns how many were found: 0 when the file is stripped or
+  // unreadable. Reads the file: not for a signal handler.
+  int AddFileSymbols(const void* addr, const char* const* names, int n, CodeRegion region);
   // Adds the object that defines the dynamic symbol `name` (dlsym(RTLD_DEFAULT)): for runtime
   // objects that may or may not be loaded (ld.so, libm). Returns false if no loaded object
   // defines it. An object already covered by an earlier range is not added twice.

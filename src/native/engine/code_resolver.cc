@@ -40,7 +40,13 @@ uint32_t CodeResolver::Resolve(PyObject* code_obj, int32_t lasti) {
   if (it == codes_.end()) {
     CodeInfo info;
     info.file_id = table_->InternString(Utf8(code->co_filename));
+#if PY_VERSION_HEX >= 0x030B0000
     info.function_id = table_->InternString(Utf8(code->co_qualname));
+#else
+    // 3.10's code objects carry no qualified name (co_qualname is new in 3.11): a method
+    // shows as "fit", not "Model.fit".
+    info.function_id = table_->InternString(Utf8(code->co_name));
+#endif
     info.first_lineno = code->co_firstlineno;
     it = codes_.emplace(code_obj, std::move(info)).first;
   }

@@ -1,22 +1,11 @@
 #include "engine/python_frames.h"
 
-#include <sys/uio.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstring>
 
 namespace peakline::engine {
 
 namespace {
-
-// Copies n bytes at addr into out through the kernel: an unmapped address fails with EFAULT
-// instead of a SIGSEGV. Async-signal-safe (one system call, ~0.3 us).
-bool SafeRead(const void* addr, void* out, size_t n) {
-  iovec local{out, n};
-  iovec remote{const_cast<void*>(addr), n};
-  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
-}
 
 // A signal can interrupt the thread anywhere, and the innermost frame is not always sound:
 // * CPython pops a frame (and may munmap its data-stack chunk, and drop the last reference to
@@ -37,8 +26,7 @@ bool SafeRead(const void* addr, void* out, size_t n) {
 struct FrameView {
   cpython::InterpreterFrame copy;  // racy: the frame's bytes; else unused
   const cpython::InterpreterFrame* frame = nullptr;
-  PyTypeObject* code_type = nullptr;
-  Py_ssize_t ncodeunits = 0;
+  cpython::CodeShape code;  // code.type == nullptr: the code object could not be read
 };
 
 // A pointer that can be an object: aligned, above the zero page, in user space.
@@ -55,18 +43,10 @@ bool ViewFrame(const cpython::InterpreterFrame* f, bool copy, FrameView* view) {
   } else {
     view->frame = f;
   }
-  view->code_type = nullptr;
+  view->code = cpython::CodeShape{};
   PyObject* code = cpython::FrameCode(view->frame);
-  if (view->frame->owner == cpython::kOwnedByCStack || !PlausibleObject(code)) return true;
-  if (copy) {
-    PyVarObject head;
-    if (!SafeRead(code, &head, sizeof(head))) return true;
-    view->code_type = head.ob_base.ob_type;
-    view->ncodeunits = head.ob_size;
-  } else {
-    view->code_type = Py_TYPE(code);
-    view->ncodeunits = Py_SIZE(code);
-  }
+  if (cpython::FrameIsShim(view->frame) || !PlausibleObject(code)) return true;
+  if (!cpython::ReadCodeShape(code, copy, &view->code)) view->code = cpython::CodeShape{};
   return true;
 }
 
@@ -74,6 +54,10 @@ bool ViewFrame(const cpython::InterpreterFrame* f, bool copy, FrameView* view) {
 // (its memory is free for the next call); frames elsewhere (older chunks, generators) are not
 // judged here. Reads only the thread state.
 bool PoppedFrame(PyThreadState* ts, const cpython::InterpreterFrame* f) {
+#if PY_VERSION_HEX < 0x030B0000
+  (void)ts, (void)f;
+  return false;  // 3.10: no data stack (engine/frame_layout_v310.h)
+#else
   const _PyStackChunk* chunk = ts->datastack_chunk;
   if (chunk == nullptr) return false;
   const auto* at = reinterpret_cast<const char*>(f);
@@ -82,6 +66,7 @@ bool PoppedFrame(PyThreadState* ts, const cpython::InterpreterFrame* f) {
   const auto* top = reinterpret_cast<const char*>(ts->datastack_top);
   // top itself is allowed: the frame being popped right now (its caller is live).
   return at >= base && at < limit && at > top;
+#endif
 }
 }  // namespace
 
@@ -96,6 +81,8 @@ const cpython::InterpreterFrame* CurrentFrameOf(PyThreadState* ts, ReadMode mode
 #if PY_VERSION_HEX >= 0x030D0000
   return reinterpret_cast<cpython::InterpreterFrame*>(
       __atomic_load_n(&ts->current_frame, __ATOMIC_RELAXED));
+#elif PY_VERSION_HEX < 0x030B0000
+  return cpython::CurrentFrameRacy(ts);
 #else
   auto* cframe = __atomic_load_n(&ts->cframe, __ATOMIC_RELAXED);
   if (cframe == nullptr) return nullptr;
@@ -136,11 +123,15 @@ bool ForeignCodeLooksAlive(const RawFrame& frame) {
   // will touch first is checked through copies. Freed memory that still passes is resolved
   // to whatever it held, never dereferenced past these fields unchecked.
   PyCodeObject code;
-  if (!PlausibleObject(frame.code) || !SafeRead(frame.code, &code, sizeof(code))) return false;
-  const PyVarObject& head = code.ob_base;
-  return head.ob_base.ob_type == &PyCode_Type && PlausibleRefcount(head.ob_base.ob_refcnt) &&
-         frame.lasti >= -1 && frame.lasti < head.ob_size &&
-         LooksLikeLiveString(code.co_filename) && LooksLikeLiveString(code.co_name);
+  cpython::CodeShape shape;
+  if (!PlausibleObject(frame.code) || !SafeRead(frame.code, &code, sizeof(code)) ||
+      !cpython::ReadCodeShape(frame.code, /*copy=*/true, &shape)) {
+    return false;
+  }
+  const Py_ssize_t refcnt = reinterpret_cast<const PyObject*>(&code)->ob_refcnt;
+  return shape.type == &PyCode_Type && PlausibleRefcount(refcnt) && frame.lasti >= -1 &&
+         frame.lasti < shape.ncodeunits && LooksLikeLiveString(code.co_filename) &&
+         LooksLikeLiveString(code.co_name);
 }
 
 namespace {
@@ -169,7 +160,7 @@ StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode) {
     }
     const cpython::InterpreterFrame* fr = view.frame;
     const cpython::InterpreterFrame* prev = fr->previous;
-    if (fr->owner == cpython::kOwnedByCStack) {
+    if (cpython::FrameIsShim(fr)) {
       f = prev;
       continue;
     }
@@ -177,12 +168,8 @@ StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode) {
     at_top = false;
     PyObject* code_obj = cpython::FrameCode(fr);
     std::ptrdiff_t lasti = -2;
-    const uint16_t* instr = cpython::FrameInstr(fr);
-    if (view.code_type == &PyCode_Type) {
-      auto* code = reinterpret_cast<PyCodeObject*>(code_obj);
-      lasti = instr - reinterpret_cast<const uint16_t*>(code->co_code_adaptive);
-    }
-    if (lasti < -1 || lasti >= view.ncodeunits) {
+    if (view.code.type == &PyCode_Type) lasti = cpython::FrameLasti(fr, view.code);
+    if (lasti < -1 || lasti >= view.code.ncodeunits) {
       ++r.invalid;
       if (unproven) break;  // garbage, or a frame too far gone to vouch for its caller
       f = prev;
@@ -191,6 +178,7 @@ StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode) {
     const bool copied = unproven;
     unproven = always_copy;  // another running thread: no frame vouches for the next one
     if (top && lasti >= 0) {
+      const uint16_t* instr = view.code.first_instr + lasti;
       uint8_t opcode = 0;
       if (!copied) {
         r.top_opcode = *reinterpret_cast<const uint8_t*>(instr);

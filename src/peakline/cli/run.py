@@ -9,6 +9,7 @@ import sys
 from peakline.cli import options as _options
 from peakline.cli.options import Option
 from peakline.errors import UsageError
+from peakline.interpreter import check_supported
 from peakline.reporters import check_outputs
 from peakline.runner import Outcome, Target
 from peakline.session import DEFAULT_CPU_INTERVAL_S, Session, SessionOptions
@@ -139,6 +140,7 @@ def main(argv: list[str]) -> int:
             raise UsageError("no program to run: give a script path or -m module "
                              "(see `peakline run --help`)")
     check_script(target)
+    check_supported()  # before the program runs, not after it
     if not (0.001 <= opts.cpu_sampling_rate <= 1.0):
         raise UsageError("--cpu-sampling-rate must be between 0.001 and 1 second")
     outfile = os.path.abspath(opts.outfile or default_outfile(target))

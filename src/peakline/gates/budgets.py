@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -218,7 +219,10 @@ def config_budgets(pyproject: str | None, *, script: str | None = None,
     ``baseline`` paths are made relative to pyproject.toml's folder."""
     if pyproject is None:
         return {}
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # 3.10: the same parser from PyPI (a dependency there)
+        import tomli as tomllib
 
     source = pyproject
     try:

@@ -127,7 +127,8 @@ def _utc_timestamp(value: Any, where: str) -> str:
     """ISO-8601 with a zero UTC offset (``...Z`` or ``...+00:00``); kept as the string."""
     _str(value, where)
     try:
-        parsed = datetime.fromisoformat(value)
+        # 3.10's fromisoformat reads only what isoformat writes: no "Z".
+        parsed = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
     except ValueError:
         raise _Invalid(where, f"expected an ISO-8601 timestamp, got {_show(value)}") from None
     if parsed.utcoffset() != timedelta(0):

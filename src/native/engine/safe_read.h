@@ -1,0 +1,22 @@
+// Copying memory that may be gone, without faulting.
+#ifndef PEAKLINE_ENGINE_SAFE_READ_H_
+#define PEAKLINE_ENGINE_SAFE_READ_H_
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cstddef>
+
+namespace peakline::engine {
+
+// Copies n bytes at addr into out through the kernel: an unmapped address fails with EFAULT
+// instead of a SIGSEGV. Async-signal-safe (one system call, ~0.3 us).
+inline bool SafeRead(const void* addr, void* out, size_t n) {
+  iovec local{out, n};
+  iovec remote{const_cast<void*>(addr), n};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+}
+
+}  // namespace peakline::engine
+
+#endif  // PEAKLINE_ENGINE_SAFE_READ_H_
