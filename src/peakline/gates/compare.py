@@ -77,6 +77,7 @@ class Comparison:
 
 
 TOTALS = (("peak_bytes", "heap peak"), ("peak_rss_bytes", "peak RSS"), ("cpu_s", "CPU time"),
+          ("wait_s", "wait"), ("run_delay_s", "run delay (CPU contention)"),
           ("wall_s", "wall time"), ("copy_bytes", "copies"), ("gpu_peak_bytes", "GPU peak"))
 
 
@@ -84,6 +85,9 @@ def totals(profile: Profile) -> dict[str, float | None]:
     copies = [ln.copy_bytes for _, ln in profile.lines() if ln.copy_bytes is not None]
     return {"peak_bytes": profile.peak_bytes, "peak_rss_bytes": profile.peak_rss_bytes,
             "cpu_s": profile.totals.cpu_s, "wall_s": profile.elapsed_s,
+            "wait_s": profile.totals.wait_s,
+            # None, not 0, where none was measured: the row is left out when no run had any
+            "run_delay_s": profile.totals.run_delay_s or None,
             "copy_bytes": sum(copies) if copies or profile.has_memory else None,
             "gpu_peak_bytes": profile.gpu.peak_bytes if profile.gpu else None}
 

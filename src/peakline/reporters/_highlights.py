@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from peakline.model.leaks import LEAK_REPORT_THRESHOLD
 from peakline.model.profile import LineRecord, Profile
 from peakline.reporters._format import human_bytes
+from peakline.reporters._text import duration
 
 HOT_PERCENT = 10.0  # a line with at least this share of sampled time is highlighted
 PEAK_HOLDERS_MAX = 5
@@ -96,3 +97,17 @@ def blas_buffer_note(profile: Profile) -> list[str] | None:
     return [f"{human_bytes(m.blas_buffer_bytes)}: OpenBLAS per-thread work {what}",
             "mapped on a thread's first BLAS call, kept until exit",
             "counted in the peak, charged to no line"]
+
+
+def contention_parts(totals) -> list[str]:
+    """The CPU-contention figures of a run's totals, for a totals line: run delay (runnable
+    but not scheduled) when there was any, and the cgroup's CPU throttling when measured and
+    non-zero. Empty when neither applies."""
+    parts = []
+    if totals.run_delay_s > 0:
+        parts.append(f"run delay {duration(totals.run_delay_s)}")
+    if totals.cgroup_throttled_s:
+        periods = totals.cgroup_throttled_periods or 0
+        parts.append(f"cgroup CPU quota throttled {duration(totals.cgroup_throttled_s)} "
+                     f"({periods} period{'s' if periods != 1 else ''})")
+    return parts

@@ -40,8 +40,8 @@ from peakline.reporters._filters import (DEFAULT_CPU_PERCENT_THRESHOLD,
                                          DEFAULT_MALLOC_THRESHOLD_BYTES, ReportFilter)
 from peakline.reporters._format import (compact_bytes, human_bytes, human_rate, mb_per_s,
                                         python_share, resample_max, sparkline)
-from peakline.reporters._highlights import (HOT_PERCENT, blas_buffer_note, peak_basis,
-                                            peak_holders, possible_leaks)
+from peakline.reporters._highlights import (HOT_PERCENT, blas_buffer_note, contention_parts,
+                                            peak_basis, peak_holders, possible_leaks)
 from peakline.reporters._source import read_source
 from peakline.reporters._text import duration, percent, printable, short_s
 
@@ -241,7 +241,7 @@ class _View:
 
         self.emit_parts([f"CPU {duration(cpu_s)}: Python {split(t.cpu_python_s)}",
                          f"native {split(t.cpu_native_s)}", f"system {split(t.cpu_system_s)}",
-                         f"wait {duration(t.wait_s)}"])
+                         f"wait {duration(t.wait_s)}", *contention_parts(t)])
         s = p.sampling
         if self.rules.sampled_s <= 0:
             self.emit_parts([f"no time was sampled ({s.samples} samples)",
@@ -384,7 +384,8 @@ class _View:
         totals = record.totals()
         self.emit()
         parts = [printable(filename), f"{self.share(totals.total_s):.1f}% of sampled time",
-                 f"CPU {self.share(totals.cpu_s):.1f}%, wait {duration(totals.wait_s)}"]
+                 f"CPU {self.share(totals.cpu_s):.1f}%, wait {duration(totals.wait_s)}"
+                 + (f", run delay {duration(totals.run_delay_s)}" if totals.run_delay_s > 0 else "")]
         if self.memory:
             parts.append(f"net {human_bytes(sum(ln.net_bytes or 0 for ln in record.lines))}")
         self.emit_parts(parts, _BOLD, indent="")

@@ -218,7 +218,7 @@ PL.flameGraph = function (box, profile, threadNames, collapse) {
   function build() {
     root = { label: "all threads", value: 0, kids: {}, depth: 0, parent: null, kind: "root" };
     profile.stacks.samples.forEach(function (s) {
-      var w = s.cpu_python_s + s.cpu_native_s + s.cpu_system_s + s.wait_s;
+      var w = s.cpu_python_s + s.cpu_native_s + s.cpu_system_s + s.wait_s + (s.run_delay_s || 0);
       if (!(w > 0)) return;
       root.value += w;
       var node = child(root, "t" + s.thread, function () {

@@ -5,9 +5,11 @@
   var data = JSON.parse(document.getElementById("peakline-data").textContent);
   var P = data.profile, S = data.settings, el = PL.el;
   var hasMem = P.peak_bytes !== undefined && P.peak_bytes !== null;
-  var T = P.totals, sampled = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s + T.wait_s;
+  /* run_delay_s: runnable but not scheduled (CPU contention); absent in older profiles */
+  var T = P.totals, sampled = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s + T.wait_s + (T.run_delay_s || 0);
   var share = function (s) { return sampled > 0 ? 100 * s / sampled : 0; };
-  var total = function (r) { return r.cpu_python_s + r.cpu_native_s + r.cpu_system_s + r.wait_s; };
+  var total = function (r) { return r.cpu_python_s + r.cpu_native_s + r.cpu_system_s + r.wait_s + (r.run_delay_s || 0); };
+  var hasDelay = (T.run_delay_s || 0) > 0;
   var alloc = function (r) { return (r.alloc_python_bytes || 0) + (r.alloc_native_bytes || 0); };
   var pyShare = function (r) { var a = alloc(r); return a > 0 ? 100 * (r.alloc_python_bytes || 0) / a : null; };
   var fileNames = Object.keys(P.files);
@@ -49,7 +51,11 @@
     fact(facts, "exit code", P.exit_code === null ? "n/a" : String(P.exit_code));
     var cpu = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s;
     fact(facts, "CPU", PL.fmtSeconds(cpu) || "0 s");
-    fact(facts, "wait", PL.fmtSeconds(T.wait_s) || "0 s");
+    fact(facts, "wait", PL.fmtSeconds(T.wait_s) || "0 s").title = "off CPU: sleep, I/O, locks, the GIL";
+    if (hasDelay) fact(facts, "run delay", PL.fmtSeconds(T.run_delay_s)).title =
+      "runnable but not scheduled: other processes on the CPU, a CPU quota (not the program waiting)";
+    if (T.cgroup_throttled_s) fact(facts, "cgroup CPU quota throttled", PL.fmtSeconds(T.cgroup_throttled_s) +
+      " (" + (T.cgroup_throttled_periods || 0) + " periods)", "warn");
     fact(facts, "attributed", (sampled > 0 ? (100 * (1 - T.unattributed_s / sampled)).toFixed(1) : "0") + "%");
     var smp = P.sampling;
     fact(facts, "samples", (smp.cpu_samples + smp.wait_samples) + " (" + smp.cpu_samples + " CPU, " + smp.wait_samples + " wait)");
@@ -82,7 +88,8 @@
     h.appendChild(facts);
     var split = el("div", "split"), legend = el("div", "legend");
     [["Python", T.cpu_python_s, "--py"], ["native", T.cpu_native_s, "--native"],
-     ["system", T.cpu_system_s, "--system"], ["wait", T.wait_s, "--wait"]].forEach(function (c) {
+     ["system", T.cpu_system_s, "--system"], ["wait", T.wait_s, "--wait"]]
+      .concat(hasDelay ? [["run delay", T.run_delay_s, "--delay"]] : []).forEach(function (c) {
       var seg = el("span");
       seg.style.width = (sampled > 0 ? 100 * c[1] / sampled : 0) + "%";
       seg.style.background = "var(" + c[2] + ")";
@@ -172,7 +179,7 @@
              value: pyShare, show: function (r) { var v = pyShare(r); return v === null ? "" : v.toFixed(0) + "%"; } };
   };
   function timeColumns() {
-    var totalCol = { label: "total", group: "Time", title: "share of sampled time (CPU + wait)",
+    var totalCol = { label: "total", group: "Time", title: "share of sampled time (CPU + wait" + (hasDelay ? " + run delay)" : ")"),
                      value: function (r) { return share(total(r)) || null; },
                      tip: function (r) { return PL.fmtSeconds(total(r)) + " of " + PL.fmtSeconds(sampled) + " sampled"; },
                      show: function (r) {
@@ -185,7 +192,9 @@
                      } };
     return [totalCol, pctCol("Python", "cpu_python_s"), pctCol("native", "cpu_native_s"),
             pctCol("system", "cpu_system_s"),
-            { label: "wait", group: "Time", value: function (r) { return r.wait_s || null; }, show: function (r) { return PL.fmtSeconds(r.wait_s); } }];
+            { label: "wait", group: "Time", title: "off CPU: sleep, I/O, locks, the GIL", value: function (r) { return r.wait_s || null; }, show: function (r) { return PL.fmtSeconds(r.wait_s); } }]
+      .concat(hasDelay ? [{ label: "run delay", group: "Time", title: "runnable but not scheduled: other processes on the CPU, a CPU quota",
+                            value: function (r) { return r.run_delay_s || null; }, show: function (r) { return PL.fmtSeconds(r.run_delay_s); } }] : []);
   }
   function memoryColumns(lineLevel) {
     if (!hasMem) return [];
@@ -273,7 +282,7 @@
       var numbers = rec.lines.map(function (r) { return r.lineno; });
       if (src) for (var n = 1; n <= src.length; n++) if (!byLine[n]) numbers.push(n);
       numbers.sort(function (a, b) { return a - b; });
-      var rows = numbers.map(function (n) { return byLine[n] || { lineno: n, cpu_python_s: 0, cpu_native_s: 0, cpu_system_s: 0, wait_s: 0, samples: 0 }; });
+      var rows = numbers.map(function (n) { return byLine[n] || { lineno: n, cpu_python_s: 0, cpu_native_s: 0, cpu_system_s: 0, wait_s: 0, run_delay_s: 0, samples: 0 }; });
       var sec = el("section", "file");
       var fileTime = rec.lines.reduce(function (s, r) { return s + total(r); }, 0);
       var h3 = el("h3", null, f);
@@ -349,7 +358,7 @@
     var f = document.getElementById("footer");
     f.textContent = "peakline " + S.version + " \u00b7 Python " + P.python_version + " \u00b7 " + P.platform +
       " \u00b7 started " + P.started_at + " \u00b7 pid " + P.pid +
-      " \u00b7 time columns are shares of all sampled time (CPU + wait); memory per line is a sampled estimate, the peak is exact.";
+      " \u00b7 time columns are shares of all sampled time (CPU + wait" + (hasDelay ? " + run delay" : "") + "); memory per line is a sampled estimate, the peak is exact.";
   }
 
   summary();
