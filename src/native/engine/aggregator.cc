@@ -211,6 +211,7 @@ void Aggregator::Drain(bool measure_wait) {
   }
   OwnerScope owner(this);
   Tick(measure_wait, /*scan_native=*/false);
+  for (auto& [tid, slot] : slots_) SplitRunDelay(slot, /*force=*/true);  // the last reading
 }
 
 void Aggregator::Tick(bool measure_wait, bool scan_native) {
@@ -228,7 +229,7 @@ void Aggregator::Tick(bool measure_wait, bool scan_native) {
       if (it != tstates_.end()) MeasureWait(slot, it->second, now);
     }
   }
-  for (auto& [tid, slot] : slots_) SplitRunDelay(slot);
+  for (auto& [tid, slot] : slots_) SplitRunDelay(slot, /*force=*/false);
   if (memory_) {
     memory_->Drain();
     memory_->OnTick(now);
@@ -329,7 +330,7 @@ void Aggregator::Retire(ThreadSlot* slot) {
     slot->armed = false;
   }
   DrainRing(slot);
-  SplitRunDelay(slot);
+  SplitRunDelay(slot, /*force=*/true);
   stats_.dropped_samples += static_cast<int64_t>(slot->dropped.load(std::memory_order_relaxed));
   retired_.push_back(
       ThreadSummary{slot->tid, slot->python, slot->cpu_ns, slot->wait_ns, slot->run_delay_ns});
@@ -352,12 +353,12 @@ void Aggregator::MeasureWait(ThreadSlot* slot, PyThreadState* ts, int64_t now_ns
   c.wait_ns += off;
   ++c.wait_samples;
   slot->wait_ns += off;
-  slot->run_delay.Add(index, off);
+  slot->run_delay.Add(index, off, /*from_sample=*/false);
   ++stats_.wait_samples;
 }
 
-void Aggregator::SplitRunDelay(ThreadSlot* slot) {
-  if (slot->run_delay.pending.empty()) return;  // no off-CPU time since the last reading
+void Aggregator::SplitRunDelay(ThreadSlot* slot, bool force) {
+  if (!slot->run_delay.DueForReading(force)) return;
   const int64_t moved =
       slot->run_delay.Split(ThreadRunDelayNs(slot->tid), [this](uint32_t stack, int64_t ns) {
         profile::StackCounters& c = table_.counters(stack);
@@ -411,7 +412,7 @@ void Aggregator::ProcessSample(ThreadSlot* slot, const SampleHeader& header,
       w.wait_ns += off;
       ++w.wait_samples;
       slot->wait_ns += off;
-      slot->run_delay.Add(own, off);
+      slot->run_delay.Add(own, off, /*from_sample=*/true);
       ++stats_.wait_samples;
     }
   }

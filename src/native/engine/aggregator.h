@@ -158,8 +158,9 @@ class Aggregator {
   void MeasureWait(ThreadSlot* slot, PyThreadState* ts, int64_t now_ns);
   // Moves the run delay part of the off-CPU time charged since the last reading from wait to
   // run delay (RunDelayMeter), on the stacks it was charged to. Reads the thread's schedstat
-  // only when something was charged.
-  void SplitRunDelay(ThreadSlot* slot);
+  // only when something was charged, and a blocked thread's only every 10th tick unless
+  // forced (its end, the session's end).
+  void SplitRunDelay(ThreadSlot* slot, bool force);
   void DrainRing(ThreadSlot* slot);
   void ProcessSample(ThreadSlot* slot, const SampleHeader& header, const RawFrame* frames);
   void MainThreadStack(std::vector<uint32_t>* out);

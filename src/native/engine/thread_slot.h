@@ -63,12 +63,32 @@ struct RunDelayMeter {
   };
   int64_t last_run_delay_ns = -1;  // the kernel's counter at the last reading; -1: unknown
   std::vector<Charge> pending;      // off-CPU time charged since that reading
+  // Readings still to skip: a thread whose last reading found no new run delay is blocked
+  // (sleeping, waiting on a lock), and an idle pool of 64 threads read every tick would cost
+  // 2% of a CPU (6 us a reading). Its charges then wait for the next reading, up to
+  // kIdleReadingTicks later — or the first tick after it ran again (a sample's charge), so
+  // that the run delay of a thread that woke up is split over at most that one window.
+  int skip_readings = 0;
+  bool ran = false;  // a sample's charge is pending
+  static constexpr int kIdleReadingTicks = 10;
 
   void Reset(int64_t run_delay_ns) {
     last_run_delay_ns = run_delay_ns;
     pending.clear();
+    skip_readings = 0;
+    ran = false;
   }
-  void Add(uint32_t stack, int64_t off_ns) {
+  // Whether this tick should read the counter (force: the thread's last chance, at its end
+  // or the session's).
+  bool DueForReading(bool force) {
+    if (pending.empty()) return false;  // nothing charged since the last reading
+    if (force || ran || skip_readings <= 0) return true;
+    --skip_readings;
+    return false;
+  }
+  // from_sample: charged by one of the thread's own samples (it ran), not by a tick.
+  void Add(uint32_t stack, int64_t off_ns, bool from_sample) {
+    ran |= from_sample;
     if (!pending.empty() && pending.back().stack == stack) {
       pending.back().off_ns += off_ns;
     } else {
@@ -99,6 +119,8 @@ struct RunDelayMeter {
     }
     if (run_delay_ns >= 0) last_run_delay_ns = run_delay_ns;
     pending.clear();
+    ran = false;
+    skip_readings = moved > 0 ? 0 : kIdleReadingTicks - 1;
     return moved;
   }
 };
