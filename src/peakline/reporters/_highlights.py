@@ -111,3 +111,19 @@ def contention_parts(totals) -> list[str]:
         parts.append(f"cgroup CPU quota throttled {duration(totals.cgroup_throttled_s)} "
                      f"({periods} period{'s' if periods != 1 else ''})")
     return parts
+
+
+# The parts of one note each (a report joins them with its separator, wrapping between parts).
+TRUNCATED_STACKS_NOTE = ["truncated stacks: deeper than 128 frames, their middle is cut",
+                         "the innermost frames and the root (where your line is) are kept",
+                         "so time and memory still reach your line"]
+
+
+def peak_vs_rss_note(profile: Profile) -> list[str] | None:
+    """One note when the heap peak exceeds the peak RSS (np.empty of 1 GiB shows a 1 GiB
+    peak and almost no RSS): the two count different things."""
+    peak, rss = profile.peak_bytes, profile.peak_rss_bytes
+    if peak is None or rss is None or peak <= rss:
+        return None
+    return ["peak counts bytes allocated, with pages never touched (np.empty)",
+            "peak RSS counts only the pages the kernel backed"]

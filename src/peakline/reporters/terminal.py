@@ -40,8 +40,9 @@ from peakline.reporters._filters import (DEFAULT_CPU_PERCENT_THRESHOLD,
                                          DEFAULT_MALLOC_THRESHOLD_BYTES, ReportFilter)
 from peakline.reporters._format import (compact_bytes, human_bytes, human_rate, mb_per_s,
                                         python_share, resample_max, sparkline)
-from peakline.reporters._highlights import (HOT_PERCENT, blas_buffer_note, contention_parts,
-                                            peak_basis, peak_holders, possible_leaks)
+from peakline.reporters._highlights import (HOT_PERCENT, TRUNCATED_STACKS_NOTE,
+                                            blas_buffer_note, contention_parts, peak_basis,
+                                            peak_holders, peak_vs_rss_note, possible_leaks)
 from peakline.reporters._source import read_source
 from peakline.reporters._text import duration, percent, printable, short_s
 
@@ -265,6 +266,8 @@ class _View:
             if not problems[0].startswith("warning"):
                 problems[0] = "warning: " + problems[0]
             self.emit_parts(problems, _BOLD)
+            if s.truncated_stacks:
+                self.emit_parts(TRUNCATED_STACKS_NOTE, _DIM)
         self.threads_line()
         if self.memory:
             self.memory_line()
@@ -317,6 +320,9 @@ class _View:
                 parts.append(f"{human_bytes(m.live_end_bytes)} live at end")
                 parts.append(f"sampled every {human_bytes(m.sampling_interval_bytes)}")
         self.emit_parts(parts)
+        rss_note = peak_vs_rss_note(p)
+        if rss_note:
+            self.emit_parts(rss_note, _DIM)
         note = blas_buffer_note(p)
         if note:
             self.emit_parts(note)
