@@ -85,6 +85,7 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
     unattributed_ns = 0
     thread_sums: dict[int, _Acc] = {}
     stack_rows: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+    stack_memory: dict[tuple[int, tuple[int, ...]], list[int]] = {}  # [alloc, at peak]
     invalid_frames = 0
     raw_memory = raw.get("memory")
     memory_stacks = raw_memory.get("stacks", ()) if raw_memory else ()
@@ -105,6 +106,12 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
         merged = stack_rows.setdefault(key, [0] * (_N_CATEGORIES + 2))
         for i, value in enumerate((*ns, cpu_samples, wait_samples)):
             merged[i] += value
+        if memory is not None and index < len(memory_stacks):
+            # For the memory flame graph: what the stack allocated and held at the peak.
+            m = memory_stacks[index]
+            held = stack_memory.setdefault(key, [0, 0])
+            held[0] += m[0] + m[1]
+            held[1] += m[4]
 
         charged = next((i for i in valid_ids if reported[i]), None)
         if memory is not None and index < len(memory_stacks):
@@ -149,7 +156,8 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
         "files": _files(lines, functions, memory, raw_memory, meta.get("elapsed_s") or 0.0),
         "stacks": {
             "frames": [list(f) for f in frames],
-            "samples": [_stack_sample(tid, ids, sums) for (tid, ids), sums in stack_rows.items()],
+            "samples": [_stack_sample(tid, ids, sums, stack_memory.get((tid, ids)))
+                        for (tid, ids), sums in stack_rows.items()],
         },
     }
     if raw_memory:
@@ -335,9 +343,12 @@ def _files(lines: dict[str, dict[int, _Acc]],
     return files
 
 
-def _stack_sample(tid: int, frame_ids: tuple[int, ...], sums: list[int]) -> dict[str, Any]:
+def _stack_sample(tid: int, frame_ids: tuple[int, ...], sums: list[int],
+                  memory: list[int] | None = None) -> dict[str, Any]:
     python_ns, native_ns, system_ns, wait_ns, run_delay_ns, cpu_samples, wait_samples = sums
-    return {"thread": tid, "frames": list(frame_ids),
+    extra = {} if memory is None else {"alloc_bytes": memory[0],
+                                       "live_at_peak_bytes": memory[1]}
+    return {"thread": tid, "frames": list(frame_ids), **extra,
             "cpu_python_s": python_ns / _NS_PER_S, "cpu_native_s": native_ns / _NS_PER_S,
             "cpu_system_s": system_ns / _NS_PER_S, "wait_s": wait_ns / _NS_PER_S,
             "run_delay_s": run_delay_ns / _NS_PER_S,

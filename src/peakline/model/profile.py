@@ -423,11 +423,16 @@ class StackSample(_Record, _CategoryTimes):
     run_delay_s: float = 0.0
     cpu_samples: int = 0
     wait_samples: int = 0
+    # Memory (present when memory was profiled): the stack's sampled allocations and what
+    # it held at the peak, for the memory flame graph.
+    alloc_bytes: int | None = None
+    live_at_peak_bytes: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("thread", _count), _Field("frames", _list_of(_count), list),
                *_category_fields(), _Field("cpu_samples", _count),
-               _Field("wait_samples", _count))
+               _Field("wait_samples", _count), _optional("alloc_bytes", _count),
+               _optional("live_at_peak_bytes", _int))
 
 
 @dataclass
