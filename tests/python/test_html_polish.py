@@ -27,8 +27,11 @@ FIGURES = PROGRAMS / "report_figures.py"
 def figures_report(tmp_path_factory):
     folder = tmp_path_factory.mktemp("html_polish")
     out = folder / "report.html"
+    # Every holder must be sampled: at the default 512 KiB mean the 600 KiB one would be
+    # missed 31% of the time (exp(-600/512)); at 64 KiB, exp(-9.4) = 0.008%.
     proc = subprocess.run([sys.executable, "-m", "peakline", "run", "--no-report", "-o",
-                           str(folder / "p.json"), "--html", str(out), str(FIGURES)],
+                           str(folder / "p.json"), "--memory-sampling-interval", "64K",
+                           "--html", str(out), str(FIGURES)],
                           capture_output=True, text=True, timeout=180, cwd=folder)
     assert proc.returncode == 0, proc.stderr
     return out, json.loads((folder / "p.json").read_text())
