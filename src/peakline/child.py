@@ -435,6 +435,22 @@ def _describe(argv: list[str]) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
+def program_argv(argv: list[str], orig_argv: list[str]) -> list[str]:
+    """``sys.argv`` as the program has it, for the profile's ``argv``. The child's session
+    starts from sitecustomize, before ``python -m module`` has found its module: ``sys.argv[0]``
+    is still ``"-m"`` then, and the module's name is only in ``sys.orig_argv`` (interpreter
+    options first, so the first ``-m`` there is the interpreter's). It is put back:
+    ``["-m", "joblib.externals.loky.backend.popen_loky_posix", "--process-name", ...]``."""
+    if argv[:1] != ["-m"]:
+        return argv
+    for i, arg in enumerate(orig_argv[1:], start=1):
+        if arg == "-m" and i + 1 < len(orig_argv):
+            return ["-m", orig_argv[i + 1], *argv[1:]]
+        if arg.startswith("-m") and len(arg) > 2:  # python -mpkg.mod
+            return ["-m", arg[2:], *argv[1:]]
+    return argv
+
+
 def _options_from_env() -> SessionOptions | None:
     text = os.environ.get(OPTIONS_ENV)
     if not text:
@@ -462,7 +478,8 @@ def bootstrap(sitecustomize_dir: str | None = None) -> None:
         options = options._replace(internal_files=(
             *options.internal_files, os.path.join(sitecustomize_dir, SITECUSTOMIZE_NAME)))
     orig = list(getattr(sys, "orig_argv", sys.argv))
-    session = Session(options, program=_describe(orig[1:] or orig), argv=list(sys.argv))
+    session = Session(options, program=_describe(orig[1:] or orig),
+                      argv=program_argv(list(sys.argv), orig))
     own = _OwnProfile(session, directory, os.getppid(), "exec")
     own.write_started_marker()
     _install_exit_handlers()

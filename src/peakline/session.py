@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from peakline.errors import ProfilerStateError
+from peakline import _cgroup
 from peakline.interpreter import check_supported
 
 DEFAULT_CPU_INTERVAL_S = 0.01
@@ -278,6 +279,8 @@ class Session:
         self._started_wall: float | None = None
         self._started_mono = 0.0
         self._started_cpu_ns = 0
+        self._throttling_start: tuple[int, int] | None = None
+        self._throttling: tuple[float, int] | None = None  # (seconds, periods) over the run
         self._start_returned_mono = 0.0
         self._elapsed_s = 0.0
         self._raw: dict[str, Any] | None = None
@@ -313,6 +316,7 @@ class Session:
         self._started_wall = time.time()
         self._started_mono = time.perf_counter()
         self._started_cpu_ns = time.process_time_ns()
+        self._throttling_start = _cgroup.throttling()
         self._thread_names.install(core)
         for thread in threading.enumerate():  # 3.10's thread states lack the kernel id
             if thread.ident is not None and thread.native_id is not None:
@@ -342,6 +346,7 @@ class Session:
         self._open_phases.clear()
         core.stop()
         process_cpu_ns = time.process_time_ns() - self._started_cpu_ns
+        self._throttling = _cgroup.difference(self._throttling_start, _cgroup.throttling())
         self._thread_names.uninstall()
         self._elapsed_s = now - self._started_mono
         self._raw = core.collect()
@@ -423,6 +428,7 @@ class Session:
             "options": self.options.as_profile_options(),
             "thread_names": self._thread_names.snapshot(),
             "peak_rss_bytes": _peak_rss_bytes() if self.options.memory else None,
+            "cgroup_throttling": self._throttling,
         }
         profile = build_profile(self._raw, meta=meta, selection=self._selection)
         if self.phases:

@@ -105,6 +105,33 @@ def test_thread_records_use_core_accounting_and_meta_names(build, make_meta):
     assert (records[9].name, records[9].python, records[9].cpu_s) == (None, True, 0.001)
 
 
+def test_run_delay_is_its_own_category_in_lines_functions_threads_stacks_and_totals(build):
+    """The core's ninth stack column and fifth thread column: off-CPU time the thread was
+    runnable but not scheduled. It is time like the others (in total_s, self_s, inclusive_s),
+    never folded into wait."""
+    frames = [(APP, "main", 1, 2)]
+    stacks = [(1, (0,), 2 * MS, 0, 0, 1 * MS, 2, 3, 6 * MS)]
+    profile = build(frames, stacks, threads=[(1, True, 2 * MS, 1 * MS, 6 * MS)])
+    rec, fn = line(profile, APP, 2), function(profile, APP, "main")
+    assert (rec.wait_s, rec.run_delay_s, rec.total_s) == (0.001, 0.006, pytest.approx(0.009))
+    assert (fn.run_delay_s, fn.self_s, fn.inclusive_s) == (0.006, 0.009, 0.009)
+    assert (profile.totals.wait_s, profile.totals.run_delay_s) == (0.001, 0.006)
+    assert profile.sampled_s == pytest.approx(0.009)
+    assert profile.stacks.samples[0].run_delay_s == 0.006
+    assert (profile.threads[0].wait_s, profile.threads[0].run_delay_s) == (0.001, 0.006)
+
+
+def test_cgroup_throttling_goes_to_totals_when_measured(build, make_meta):
+    frames = [(APP, "main", 1, 2)]
+    stacks = [(1, (0,), 2 * MS, 0, 0, 0, 2, 0)]
+    measured = build(frames, stacks, meta=make_meta(cgroup_throttling=(0.25, 3)))
+    assert (measured.totals.cgroup_throttled_s, measured.totals.cgroup_throttled_periods) == (
+        0.25, 3)
+    unknown = build(frames, stacks)
+    assert unknown.totals.cgroup_throttled_s is None
+    assert "cgroup_throttled_s" not in json.loads(dumps_profile(unknown))["totals"]
+
+
 def test_missing_thread_names_give_null(build, make_meta):
     meta = make_meta()
     meta.pop("thread_names", None)
@@ -213,21 +240,21 @@ def test_built_profile_is_valid_json_in_the_documented_shape(app_profile):
                          "totals", "threads", "files", "stacks"}
     record = next(iter(data["files"].values()))
     assert set(record["lines"][0]) == {"lineno", "cpu_python_s", "cpu_native_s",
-                                       "cpu_system_s", "wait_s", "samples"}
+                                       "cpu_system_s", "wait_s", "run_delay_s", "samples"}
     assert set(record["functions"][0]) == {"name", "lineno", "cpu_python_s", "cpu_native_s",
-                                           "cpu_system_s", "wait_s", "self_s", "inclusive_s",
-                                           "samples"}
+                                           "cpu_system_s", "wait_s", "run_delay_s", "self_s",
+                                           "inclusive_s", "samples"}
     assert set(data["stacks"]["samples"][0]) == {"thread", "frames", "cpu_python_s",
                                                  "cpu_native_s", "cpu_system_s", "wait_s",
-                                                 "cpu_samples", "wait_samples"}
+                                                 "run_delay_s", "cpu_samples", "wait_samples"}
 
 
 def test_documented_sum_invariants_hold(app_profile):
     attributed = sum(r.total_s for _, r in app_profile.lines())
     assert attributed + app_profile.totals.unattributed_s == pytest.approx(app_profile.sampled_s)
-    for name in ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s"):
+    for name in ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "run_delay_s"):
         stacked = sum(getattr(s, name) for s in app_profile.stacks.samples)
         assert stacked == pytest.approx(getattr(app_profile.totals, name))
     for _, f in app_profile.functions():
-        assert f.self_s == pytest.approx(f.cpu_s + f.wait_s)
+        assert f.self_s == pytest.approx(f.cpu_s + f.wait_s + f.run_delay_s)
         assert f.inclusive_s >= f.self_s

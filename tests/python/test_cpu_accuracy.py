@@ -154,9 +154,11 @@ def test_wait_inside_a_gil_holding_bytecode_stays_on_its_line(tmp_path):
     assert off > 0.3, off  # the contention happened
     profile = res.profile()
     marks = marked_lines(path)
-    copy_wait = line_record(profile, path, marks["copy"])["wait_s"]
+    # Off-CPU time: waiting for the CPU is run delay now, split off wait (test_run_delay.py).
+    copy = line_record(profile, path, marks["copy"])
+    copy_wait = copy["wait_s"] + copy.get("run_delay_s", 0.0)
     trivial = [r for r in profile["files"][str(path)]["lines"] if r["lineno"] == marks["trivial"]]
-    trivial_wait = trivial[0]["wait_s"] if trivial else 0.0
+    trivial_wait = trivial[0]["wait_s"] + trivial[0].get("run_delay_s", 0.0) if trivial else 0.0
     # What is left for the next line: the time from the copy's last sample to the tick.
     assert copy_wait >= 0.7 * off, (copy_wait, trivial_wait, off)
     assert trivial_wait <= 0.15 * off, (copy_wait, trivial_wait, off)

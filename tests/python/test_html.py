@@ -263,8 +263,8 @@ def test_merged_processes_report_names_the_tree_peak(browser, tmp_path):
         assert "peak of the process tree" in summary and "largest single-process peak" in summary
         title = page.locator("#peak-holders h2").text_content()
         assert "process tree" in title and "all processes together" in title, title
-        shares = [int(t.strip().rstrip("%")) for t in
-                  page.locator("#peak-holders tbody tr td:nth-child(3)").all_text_contents()]
+        shares = [int(t.strip().rstrip("%")) for t in  # line, source, held, % of peak
+                  page.locator("#peak-holders tbody tr td:nth-child(4)").all_text_contents()]
         assert shares and all(share <= 100 for share in shares), shares
         held = page.locator("#peak-holders tbody tr", has_text="LINE hold_100")
         assert held.count() == 1 and "100.0 MiB" in held.text_content()

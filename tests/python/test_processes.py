@@ -83,8 +83,33 @@ def test_joblib_scikit_learn_n_jobs_2_finishes_and_is_profiled(tmp_path):
                if p["pid"] != profile["pid"] and "loky" in p["program"]]
     assert len(workers) == 2, profile.get("processes")
     assert all(w["cpu_s"] > 0 for w in workers)
+    # A worker started as `python -m joblib.externals.loky...` keeps its module name.
+    for w in workers:
+        assert w["argv"][0] == "-m" and w["argv"][1].startswith("joblib.externals.loky"), w
+        assert "--process-name" in w["argv"], w
+    # Every process has a MainThread: each thread's name says whose it is.
+    names = [t["name"] for t in profile["threads"]]
+    assert len(names) == len(set(names)), names
+    for w in workers:
+        assert f"MainThread (pid {w['pid']})" in names, names
     fit = line_record(profile, JOBLIB, marked_lines(JOBLIB)["fit"])
     assert cpu_s(fit) + fit["wait_s"] > 0
+
+
+@pytest.mark.parametrize("argv, orig, expected", [
+    (["-m", "--process-name", "LokyProcess-1"],
+     ["/usr/bin/python3", "-B", "-m", "joblib.externals.loky.backend.popen_loky_posix",
+      "--process-name", "LokyProcess-1"],
+     ["-m", "joblib.externals.loky.backend.popen_loky_posix", "--process-name",
+      "LokyProcess-1"]),
+    (["-m", "-x"], ["python", "-mpkg.mod", "-x"], ["-m", "pkg.mod", "-x"]),
+    (["app.py", "-m", "x"], ["python", "app.py", "-m", "x"], ["app.py", "-m", "x"]),
+    (["-c", "1"], ["python", "-c", "pass"], ["-c", "1"]),
+])
+def test_child_argv_keeps_the_module_name_of_python_m(argv, orig, expected):
+    from peakline.child import program_argv
+
+    assert program_argv(argv, orig) == expected
 
 
 def test_merge_adds_lines_counts_processes_and_keeps_the_largest_peak(build, app_source):
@@ -105,6 +130,10 @@ def test_merge_adds_lines_counts_processes_and_keeps_the_largest_peak(build, app
     assert [p.pid for p in merged.processes] == [parent.pid, 4243, 9]
     assert [p.merged for p in merged.processes] == [True, True, False]
     assert {t.tid for t in merged.threads} == {1, 2}
+    # each thread names its process (both processes' threads would otherwise read alike)
+    by_tid = {t.tid: t for t in merged.threads}
+    assert by_tid[2].name.endswith("(pid 4243)") and by_tid[2].extra["pid"] == 4243
+    assert by_tid[1].name.endswith(f"(pid {parent.pid})")
     # frame ids of the child's stack were re-indexed into the merged frame table
     child_stack = next(s for s in merged.stacks.samples if s.thread == 2)
     names = [merged.stacks.frames[i][1] for i in child_stack.frames]

@@ -52,7 +52,7 @@ def check_document(doc: dict) -> None:
 def sampled_by_thread(profile) -> dict[int, float]:
     out: dict[int, float] = defaultdict(float)
     for s in profile.stacks.samples:
-        out[s.thread] += s.cpu_python_s + s.cpu_native_s + s.cpu_system_s + s.wait_s
+        out[s.thread] += s.total_s  # CPU + wait + run delay
     return {tid: v for tid, v in out.items() if v > 0}
 
 

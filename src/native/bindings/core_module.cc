@@ -63,11 +63,12 @@ nb::dict Collect() {
     nb::list ids;
     for (uint32_t id : s.frames) ids.append(id);
     stacks.append(nb::make_tuple(s.tid, nb::tuple(ids), s.cpu_python_ns, s.cpu_native_ns,
-                                 s.cpu_system_ns, s.wait_ns, s.cpu_samples, s.wait_samples));
+                                 s.cpu_system_ns, s.wait_ns, s.cpu_samples, s.wait_samples,
+                                 s.run_delay_ns));
   }
   nb::list threads;
-  for (const auto& [tid, python, cpu_ns, wait_ns] : snap.threads) {
-    threads.append(nb::make_tuple(tid, python, cpu_ns, wait_ns));
+  for (const auto& [tid, python, cpu_ns, wait_ns, run_delay_ns] : snap.threads) {
+    threads.append(nb::make_tuple(tid, python, cpu_ns, wait_ns, run_delay_ns));
   }
   nb::dict stats;
   for (const auto& [name, value] : snap.stats) stats[name.c_str()] = value;

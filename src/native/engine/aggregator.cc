@@ -212,6 +212,7 @@ void Aggregator::Drain(bool measure_wait) {
   }
   OwnerScope owner(this);
   Tick(measure_wait, /*scan_native=*/false);
+  for (auto& [tid, slot] : slots_) SplitRunDelay(slot, /*force=*/true);  // the last reading
 }
 
 void Aggregator::Tick(bool measure_wait, bool scan_native) {
@@ -229,6 +230,7 @@ void Aggregator::Tick(bool measure_wait, bool scan_native) {
       if (it != tstates_.end()) MeasureWait(slot, it->second, now);
     }
   }
+  for (auto& [tid, slot] : slots_) SplitRunDelay(slot, /*force=*/false);
   if (memory_) {
     memory_->Drain();
     memory_->OnTick(now);
@@ -306,6 +308,7 @@ ThreadSlot* Aggregator::Register(pid_t tid, bool python) {
   }
   slot->base_cpu_ns = slot->last_cpu_ns;
   slot->wait.Reset(MonotonicNowNs(), cpu);
+  slot->run_delay.Reset(ThreadRunDelayNs(tid));
   // Random first expiry in (0, interval]: threads started together are not sampled in
   // lock-step with each other or with periodic work (xorshift; no libc rand state).
   seed_ ^= seed_ << 13;
@@ -328,8 +331,10 @@ void Aggregator::Retire(ThreadSlot* slot) {
     slot->armed = false;
   }
   DrainRing(slot);
+  SplitRunDelay(slot, /*force=*/true);
   stats_.dropped_samples += static_cast<int64_t>(slot->dropped.load(std::memory_order_relaxed));
-  retired_.push_back(ThreadSummary{slot->tid, slot->python, slot->cpu_ns, slot->wait_ns});
+  retired_.push_back(
+      ThreadSummary{slot->tid, slot->python, slot->cpu_ns, slot->wait_ns, slot->run_delay_ns});
   slots_.erase(slot->tid);
   SlotPool().push_back(slot);
 }
@@ -344,11 +349,26 @@ void Aggregator::MeasureWait(ThreadSlot* slot, PyThreadState* ts, int64_t now_ns
   stats_.invalid_frames += r.invalid;
   if (r.truncated) ++stats_.truncated_stacks;
   ResolveFrames(frames, r.nframes, &scratch_ids_);
-  profile::StackCounters& c = table_.Stack(slot->tid, scratch_ids_.data(), scratch_ids_.size());
+  const uint32_t index = table_.StackIndex(slot->tid, scratch_ids_.data(), scratch_ids_.size());
+  profile::StackCounters& c = table_.counters(index);
   c.wait_ns += off;
   ++c.wait_samples;
   slot->wait_ns += off;
+  slot->run_delay.Add(index, off, /*from_sample=*/false);
   ++stats_.wait_samples;
+}
+
+void Aggregator::SplitRunDelay(ThreadSlot* slot, bool force) {
+  if (!slot->run_delay.DueForReading(force)) return;
+  const int64_t moved =
+      slot->run_delay.Split(ThreadRunDelayNs(slot->tid), [this](uint32_t stack, int64_t ns) {
+        profile::StackCounters& c = table_.counters(stack);
+        c.wait_ns -= ns;
+        c.run_delay_ns += ns;
+      });
+  slot->wait_ns -= moved;
+  slot->run_delay_ns += moved;
+  ++stats_.run_delay_readings;
 }
 
 void Aggregator::DrainRing(ThreadSlot* slot) {
@@ -388,10 +408,12 @@ void Aggregator::ProcessSample(ThreadSlot* slot, const SampleHeader& header,
   if (header.kind != SampleKind::kNoThread && header.wall_ns > 0) {
     const int64_t off = slot->wait.Observe(header.wall_ns, slot->base_cpu_ns + slot->cpu_ns);
     if (off > 0) {  // the thread's own stack: wait is never stitched
-      profile::StackCounters& w = table_.Stack(slot->tid, ids->data(), ids->size());
+      const uint32_t own = table_.StackIndex(slot->tid, ids->data(), ids->size());
+      profile::StackCounters& w = table_.counters(own);
       w.wait_ns += off;
       ++w.wait_samples;
       slot->wait_ns += off;
+      slot->run_delay.Add(own, off, /*from_sample=*/true);
       ++stats_.wait_samples;
     }
   }
@@ -522,7 +544,7 @@ void Aggregator::ThreadFinishing(pid_t tid) {
     if (slot != nullptr) {
       slot->cpu_ns += rest;
     } else {
-      retired_.push_back(ThreadSummary{tid, true, rest, 0});
+      retired_.push_back(ThreadSummary{tid, true, rest, 0, 0});
     }
   }
   finished_tids_.insert(tid);
@@ -575,7 +597,8 @@ bool Aggregator::BeforeCodeFreed(PyObject* code) {
 std::vector<ThreadSummary> Aggregator::Threads() const {
   std::vector<ThreadSummary> out = retired_;
   for (const auto& [tid, slot] : slots_) {
-    out.push_back(ThreadSummary{tid, slot->python, slot->cpu_ns, slot->wait_ns});
+    out.push_back(
+        ThreadSummary{tid, slot->python, slot->cpu_ns, slot->wait_ns, slot->run_delay_ns});
   }
   return out;
 }

@@ -4,7 +4,9 @@
 //   1. registers new Python threads (arming a CPU timer for each) and retires finished ones;
 //   2. measures each Python thread's off-CPU time since the last tick (wall delta minus CPU
 //      delta) and charges it, as wait time, to that thread's current stack — read directly,
-//      which is safe because no other thread can push or pop frames while we hold the GIL;
+//      which is safe because no other thread can push or pop frames while we hold the GIL —
+//      then splits the run delay (runnable, not scheduled) off the wait charged since the
+//      last tick, from the kernel's per-thread counter (RunDelayMeter, thread_slot.h);
 //   3. drains every thread's ring and resolves (code, offset) pairs to lines.
 // Every 10th tick it also scans /proc/self/task for native threads (BLAS, torch workers) and
 // arms timers for them; their CPU is charged to the main thread's current stack.
@@ -78,13 +80,15 @@ struct AggregatorStats {
   int64_t skipped_ticks = 0;          // the tick found another operation suspended in Python
   int64_t deferred_code_frees = 0;    // code objects freed while an operation was suspended
   int64_t finished_threads = 0;       // threads whose CPU after their last sample was added
+  int64_t run_delay_readings = 0;     // reads of a thread's schedstat (SplitRunDelay)
 };
 
 struct ThreadSummary {
   pid_t tid;
   bool python;
   int64_t cpu_ns;
-  int64_t wait_ns;
+  int64_t wait_ns;       // off-CPU time less run delay: sleep, I/O, locks, the GIL
+  int64_t run_delay_ns;  // runnable but not scheduled (thread_slot.h, RunDelayMeter)
 };
 
 class Aggregator {
@@ -152,6 +156,11 @@ class Aggregator {
   ThreadSlot* Register(pid_t tid, bool python);
   void Retire(ThreadSlot* slot);
   void MeasureWait(ThreadSlot* slot, PyThreadState* ts, int64_t now_ns);
+  // Moves the run delay part of the off-CPU time charged since the last reading from wait to
+  // run delay (RunDelayMeter), on the stacks it was charged to. Reads the thread's schedstat
+  // only when something was charged, and a blocked thread's only every 10th tick unless
+  // forced (its end, the session's end).
+  void SplitRunDelay(ThreadSlot* slot, bool force);
   void DrainRing(ThreadSlot* slot);
   void ProcessSample(ThreadSlot* slot, const SampleHeader& header, const RawFrame* frames);
   void MainThreadStack(std::vector<uint32_t>* out);

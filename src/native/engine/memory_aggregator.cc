@@ -1,5 +1,6 @@
 #include "engine/memory_aggregator.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/python_frames.h"
@@ -59,6 +60,7 @@ void MemoryAggregator::Process(const memory::MemoryEvent& ev, const RawFrame* fr
         LineMemory& l = lines_[it->second.line];
         Touch(l);
         l.live_bytes -= it->second.weight;
+        l.changed_at_ns = ev.time_ns;
       }
       live_blocks_.erase(it);
       return;
@@ -105,6 +107,7 @@ void MemoryAggregator::Process(const memory::MemoryEvent& ev, const RawFrame* fr
     LineMemory& l = lines_[line];
     Touch(l);
     l.live_bytes += ev.weight;
+    l.changed_at_ns = ev.time_ns;
   }
   live_blocks_.emplace(ev.address, LiveBlock{stack, line, ev.weight});
 }
@@ -146,10 +149,18 @@ void MemoryAggregator::OnTick(int64_t now_ns) {
     }
   }
   AppendPoint(&timeline_, TimePoint{now_ns - start_ns_, live}, kMaxGlobalPoints, true);
+  // A line's point is stamped when its last change in this window happened, not at this
+  // tick: a C call holding the GIL (a 256 MiB bytearray being zeroed) delays the tick by
+  // up to seconds, and the chart's hover reads these points against the exact timeline.
   for (LineMemory& l : lines_) {
     if (!l.changed) continue;
     l.changed = false;
-    AppendPoint(&l.timeline, TimePoint{now_ns - start_ns_, l.live_bytes}, kMaxLinePoints, false);
+    int64_t t = now_ns - start_ns_;
+    const int64_t floor = l.timeline.empty() ? 0 : l.timeline.back().t_ns;
+    if (l.changed_at_ns > 0 && l.changed_at_ns - start_ns_ < t) {
+      t = std::max(floor, l.changed_at_ns - start_ns_);
+    }
+    AppendPoint(&l.timeline, TimePoint{t, l.live_bytes}, kMaxLinePoints, false);
   }
 }
 

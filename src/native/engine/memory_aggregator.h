@@ -42,6 +42,7 @@ struct LineMemory {
   uint64_t peak_epoch = 0;
   int64_t live_at_epoch_start = 0;
   bool changed = false;           // since the last tick
+  int64_t changed_at_ns = 0;      // CLOCK_MONOTONIC of its last change (0: unknown)
   std::vector<TimePoint> timeline;
 };
 

@@ -304,10 +304,10 @@ Snapshot CollectProfile() {
     const profile::StackCounters& c = row.counters;
     snap.stacks.push_back(Snapshot::Stack{row.tid, row.frames, c.cpu_python_ns, c.cpu_native_ns,
                                           c.cpu_system_ns, c.wait_ns, c.cpu_samples,
-                                          c.wait_samples});
+                                          c.wait_samples, c.run_delay_ns});
   }
   for (const ThreadSummary& t : g_finished->Threads()) {
-    snap.threads.emplace_back(t.tid, t.python, t.cpu_ns, t.wait_ns);
+    snap.threads.emplace_back(t.tid, t.python, t.cpu_ns, t.wait_ns, t.run_delay_ns);
   }
   if (const MemoryAggregator* mem = g_finished->memory()) {
     snap.memory = true;
@@ -390,6 +390,7 @@ Snapshot CollectProfile() {
                 {"skipped_ticks", s.skipped_ticks},
                 {"deferred_code_frees", s.deferred_code_frees},
                 {"finished_threads", s.finished_threads},
+                {"run_delay_readings", s.run_delay_readings},
                 {"main_stack_readings", static_cast<int64_t>(g_main_stack.readings())},
                 {"cpu_signal", signal_status.signo},
                 {"cpu_signal_handler_replaced", signal_status.handler_intact ? 0 : 1},

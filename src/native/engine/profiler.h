@@ -40,9 +40,11 @@ struct Snapshot {
     pid_t tid;
     std::vector<uint32_t> frames;  // leaf first
     int64_t cpu_python_ns, cpu_native_ns, cpu_system_ns, wait_ns, cpu_samples, wait_samples;
+    int64_t run_delay_ns;
   };
   std::vector<Stack> stacks;
-  std::vector<std::tuple<pid_t, bool, int64_t, int64_t>> threads;
+  // (tid, python, cpu_ns, wait_ns, run_delay_ns)
+  std::vector<std::tuple<pid_t, bool, int64_t, int64_t, int64_t>> threads;
   std::vector<std::pair<std::string, int64_t>> stats;
   struct MemoryStack {  // parallel to `stacks`
     int64_t alloc_python_bytes, alloc_native_bytes, free_bytes, live_bytes, live_at_peak_bytes,

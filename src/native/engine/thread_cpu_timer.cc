@@ -1,5 +1,6 @@
 #include "engine/thread_cpu_timer.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -13,6 +14,36 @@ int64_t ThreadCpuTimeNs(pid_t tid) {
   timespec ts;
   if (clock_gettime(ThreadCpuClock(tid), &ts) != 0) return -1;
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int64_t ThreadRunDelayNs(pid_t tid) {
+  char path[64];
+  // No snprintf: this may run often (once per waiting thread per tick).
+  char digits[16];
+  int n = 0;
+  for (unsigned v = static_cast<unsigned>(tid); n == 0 || v != 0; v /= 10) digits[n++] = '0' + v % 10;
+  static constexpr char kPrefix[] = "/proc/self/task/";
+  static constexpr char kSuffix[] = "/schedstat";
+  size_t len = 0;
+  for (size_t i = 0; i + 1 < sizeof(kPrefix); ++i) path[len++] = kPrefix[i];
+  while (n > 0) path[len++] = digits[--n];
+  for (size_t i = 0; i < sizeof(kSuffix); ++i) path[len++] = kSuffix[i];  // with the NUL
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[96];
+  const ssize_t got = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (got <= 0) return -1;
+  buf[got] = '\0';
+  // "<on-cpu ns> <run delay ns> <timeslices>\n"
+  const char* p = buf;
+  while (*p >= '0' && *p <= '9') ++p;
+  if (*p != ' ') return -1;
+  ++p;
+  if (*p < '0' || *p > '9') return -1;
+  int64_t value = 0;
+  while (*p >= '0' && *p <= '9') value = value * 10 + (*p++ - '0');
+  return value;
 }
 
 int64_t MonotonicNowNs() {

@@ -23,6 +23,11 @@ inline clockid_t ThreadCpuClock(pid_t tid) {
 // CPU time consumed so far by thread tid, in ns; -1 if the thread no longer exists.
 int64_t ThreadCpuTimeNs(pid_t tid);
 
+// Time thread tid has spent runnable but not running (the kernel's run delay:
+// /proc/self/task/TID/schedstat, second field), in ns; -1 if unreadable (thread gone, or a
+// kernel without schedstat). Opens, reads and closes the file: a few microseconds.
+int64_t ThreadRunDelayNs(pid_t tid);
+
 int64_t MonotonicNowNs();
 
 pid_t CurrentTid();

@@ -10,7 +10,7 @@
 //   8       8     address    block address (alloc, free), 0 otherwise
 //   16      8     size       requested bytes (alloc), copied bytes (copy), live bytes (peak)
 //   24      8     weight     estimated bytes this sample stands for (alloc, copy)
-//   32      8     time_ns    CLOCK_MONOTONIC (peak markers), 0 otherwise
+//   32      8     time_ns    CLOCK_MONOTONIC when it happened (peak, alloc, free), 0 (copy)
 //   40      16*n  frames     leaf first (see engine/sample_record.h)
 #ifndef PEAKLINE_MEMORY_MEMORY_EVENT_H_
 #define PEAKLINE_MEMORY_MEMORY_EVENT_H_

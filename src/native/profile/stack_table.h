@@ -28,7 +28,8 @@ struct StackCounters {
   int64_t cpu_python_ns = 0;
   int64_t cpu_native_ns = 0;
   int64_t cpu_system_ns = 0;
-  int64_t wait_ns = 0;
+  int64_t wait_ns = 0;       // off-CPU: sleep, I/O, locks, the GIL
+  int64_t run_delay_ns = 0;  // off-CPU: runnable but not scheduled (engine/thread_slot.h)
   int64_t cpu_samples = 0;
   int64_t wait_samples = 0;
   // Memory (sampled estimates, bytes). Frees are charged to the stack that allocated.

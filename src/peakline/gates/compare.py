@@ -77,13 +77,21 @@ class Comparison:
 
 
 TOTALS = (("peak_bytes", "heap peak"), ("peak_rss_bytes", "peak RSS"), ("cpu_s", "CPU time"),
+          ("wait_s", "wait"), ("run_delay_s", "run delay (CPU contention)"),
           ("wall_s", "wall time"), ("copy_bytes", "copies"), ("gpu_peak_bytes", "GPU peak"))
+
+
+def _shown(metric: str, values: list) -> bool:
+    """Run delay (CPU contention) only when some run had any: most runs have none."""
+    return metric != "run_delay_s" or any(values)
 
 
 def totals(profile: Profile) -> dict[str, float | None]:
     copies = [ln.copy_bytes for _, ln in profile.lines() if ln.copy_bytes is not None]
     return {"peak_bytes": profile.peak_bytes, "peak_rss_bytes": profile.peak_rss_bytes,
             "cpu_s": profile.totals.cpu_s, "wall_s": profile.elapsed_s,
+            "wait_s": profile.totals.wait_s,
+            "run_delay_s": profile.totals.run_delay_s,
             "copy_bytes": sum(copies) if copies or profile.has_memory else None,
             "gpu_peak_bytes": profile.gpu.peak_bytes if profile.gpu else None}
 
@@ -221,7 +229,7 @@ def render_text(comp: Comparison) -> str:
     table = [header]
     for metric, title in TOTALS:
         values = [t[metric] for t in comp.totals]
-        if all(v is None for v in values):
+        if all(v is None for v in values) or not _shown(metric, values):
             continue
         changes = []
         for v in values[1:]:
@@ -298,7 +306,7 @@ def render_html(comp: Comparison, stream) -> None:
     parts.append("</tr></thead><tbody>")
     for metric, title in TOTALS:
         values = [t[metric] for t in comp.totals]
-        if all(v is None for v in values):
+        if all(v is None for v in values) or not _shown(metric, values):
             continue
         parts.append(f"<tr data-metric=\"{metric}\"><td>{esc(title)}</td>")
         parts += [f"<td>{esc(fmt(metric, v))}</td>" for v in values]

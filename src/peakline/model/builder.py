@@ -6,13 +6,13 @@ user's. Output: a validated ``Profile``.
 
 Attribution rule. Each stack row is charged to its INNERMOST frame whose file is reported:
 time inside ``json.loads`` (stdlib) lands on the user's line that called it. The row keeps its
-categories as measured (Python, native, system, wait); "python" means the interpreter was
+categories as measured (Python, native, system, wait, run delay); "python" means the interpreter was
 running bytecode, wherever that bytecode lives. A row with no reported frame (an empty stack,
 or only library frames) goes to ``totals.unattributed_s``; it still counts in the totals, in
 its thread and in ``stacks``.
 
 Functions. A function is (file, qualname, first_lineno). Self time is the time of rows charged
-to one of its lines. ``inclusive_s`` is the CPU + wait time of every row on which the function
+to one of its lines. ``inclusive_s`` is the CPU + wait + run delay time of every row on which the function
 appears among the REPORTED frames, counted once per row even when it recurses.
 
 Sums are kept in integer nanoseconds and converted to float seconds once at the end, so
@@ -36,11 +36,11 @@ from peakline.model.profile import FORMAT_NAME, FORMAT_VERSION, Profile
 from peakline.model.selection import FileSelection
 
 _NS_PER_S = 1_000_000_000
-_N_CATEGORIES = 4  # python, native, system, wait: the order of the raw tuple and of _Acc
+_N_CATEGORIES = 5  # python, native, system, wait, run delay: the order of _Acc
 
 
 class _Acc:
-    """Integer-ns sums of the four categories plus a sample count."""
+    """Integer-ns sums of the five categories plus a sample count."""
 
     __slots__ = ("ns", "samples")
 
@@ -54,9 +54,9 @@ class _Acc:
         self.samples += samples
 
     def as_seconds(self) -> dict[str, float]:
-        python, native, system, wait = (v / _NS_PER_S for v in self.ns)
+        python, native, system, wait, run_delay = (v / _NS_PER_S for v in self.ns)
         return {"cpu_python_s": python, "cpu_native_s": native,
-                "cpu_system_s": system, "wait_s": wait}
+                "cpu_system_s": system, "wait_s": wait, "run_delay_s": run_delay}
 
 
 class _FunctionAcc:
@@ -85,15 +85,17 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
     unattributed_ns = 0
     thread_sums: dict[int, _Acc] = {}
     stack_rows: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+    stack_memory: dict[tuple[int, tuple[int, ...]], list[int]] = {}  # [alloc, at peak]
     invalid_frames = 0
     raw_memory = raw.get("memory")
     memory_stacks = raw_memory.get("stacks", ()) if raw_memory else ()
     memory = memory_builder.MemoryTables() if raw_memory else None
 
     for index, row in enumerate(raw.get("stacks", ())):
-        tid, frame_ids, py_ns, native_ns, system_ns, wait_ns, cpu_samples, wait_samples = row
-        ns = (py_ns, native_ns, system_ns, wait_ns)
-        row_ns = py_ns + native_ns + system_ns + wait_ns
+        tid, frame_ids, py_ns, native_ns, system_ns, wait_ns, cpu_samples, wait_samples = row[:8]
+        run_delay_ns = row[8] if len(row) > 8 else 0
+        ns = (py_ns, native_ns, system_ns, wait_ns, run_delay_ns)
+        row_ns = py_ns + native_ns + system_ns + wait_ns + run_delay_ns
         valid_ids = [i for i in frame_ids if 0 <= i < n_frames]
         invalid_frames += len(frame_ids) - len(valid_ids)
 
@@ -104,6 +106,12 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
         merged = stack_rows.setdefault(key, [0] * (_N_CATEGORIES + 2))
         for i, value in enumerate((*ns, cpu_samples, wait_samples)):
             merged[i] += value
+        if memory is not None and index < len(memory_stacks):
+            # For the memory flame graph: what the stack allocated and held at the peak.
+            m = memory_stacks[index]
+            held = stack_memory.setdefault(key, [0, 0])
+            held[0] += m[0] + m[1]
+            held[1] += m[4]
 
         charged = next((i for i in valid_ids if reported[i]), None)
         if memory is not None and index < len(memory_stacks):
@@ -142,12 +150,14 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
                               if "process_cpu_ns" in stats else None),
             "warning": raw.get("sampling_warning"),
         },
-        "totals": {**totals.as_seconds(), "unattributed_s": unattributed_ns / _NS_PER_S},
+        "totals": {**totals.as_seconds(), "unattributed_s": unattributed_ns / _NS_PER_S,
+                   **_cgroup_fields(meta.get("cgroup_throttling"))},
         "threads": _threads(raw.get("threads", ()), thread_sums, meta.get("thread_names") or {}),
         "files": _files(lines, functions, memory, raw_memory, meta.get("elapsed_s") or 0.0),
         "stacks": {
             "frames": [list(f) for f in frames],
-            "samples": [_stack_sample(tid, ids, sums) for (tid, ids), sums in stack_rows.items()],
+            "samples": [_stack_sample(tid, ids, sums, stack_memory.get((tid, ids)))
+                        for (tid, ids), sums in stack_rows.items()],
         },
     }
     if raw_memory:
@@ -158,6 +168,15 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
             start_monotonic_ns=stats.get("start_monotonic_ns")))
     gpu_builder.add_fields(document, raw.get("gpu"), raw.get("stacks", ()), frames, reported)
     return Profile.from_dict(document, source="build_profile")
+
+
+def _cgroup_fields(throttling: Any) -> dict[str, Any]:
+    """``totals.cgroup_throttled_s`` / ``cgroup_throttled_periods`` from the session's
+    (seconds, periods) reading of the CPU controller's cpu.stat, or nothing when unknown."""
+    if not throttling:
+        return {}
+    seconds, periods = throttling
+    return {"cgroup_throttled_s": float(seconds), "cgroup_throttled_periods": int(periods)}
 
 
 def _is_runpy(filename: str) -> bool:
@@ -256,15 +275,19 @@ def _threads(raw_threads: Any, thread_sums: dict[int, _Acc],
     accounting (``raw["threads"]``); a tid that only appears in stacks gets its stack sums and
     ``python`` = whether any of its time was Python."""
     threads: dict[int, dict[str, Any]] = {}
-    for tid, is_python, cpu_ns, wait_ns in raw_threads:
+    for row in raw_threads:
+        tid, is_python, cpu_ns, wait_ns = row[:4]
+        run_delay_ns = row[4] if len(row) > 4 else 0
         threads[tid] = {"tid": tid, "python": bool(is_python),
-                        "cpu_s": cpu_ns / _NS_PER_S, "wait_s": wait_ns / _NS_PER_S}
+                        "cpu_s": cpu_ns / _NS_PER_S, "wait_s": wait_ns / _NS_PER_S,
+                        "run_delay_s": run_delay_ns / _NS_PER_S}
     for tid, acc in thread_sums.items():
         if tid not in threads:
-            python_ns, native_ns, system_ns, wait_ns = acc.ns
+            python_ns, native_ns, system_ns, wait_ns, run_delay_ns = acc.ns
             threads[tid] = {"tid": tid, "python": python_ns > 0,
                             "cpu_s": (python_ns + native_ns + system_ns) / _NS_PER_S,
-                            "wait_s": wait_ns / _NS_PER_S}
+                            "wait_s": wait_ns / _NS_PER_S,
+                            "run_delay_s": run_delay_ns / _NS_PER_S}
     out = []
     for tid in sorted(threads):
         name = names.get(tid, names.get(str(tid)))
@@ -320,9 +343,13 @@ def _files(lines: dict[str, dict[int, _Acc]],
     return files
 
 
-def _stack_sample(tid: int, frame_ids: tuple[int, ...], sums: list[int]) -> dict[str, Any]:
-    python_ns, native_ns, system_ns, wait_ns, cpu_samples, wait_samples = sums
-    return {"thread": tid, "frames": list(frame_ids),
+def _stack_sample(tid: int, frame_ids: tuple[int, ...], sums: list[int],
+                  memory: list[int] | None = None) -> dict[str, Any]:
+    python_ns, native_ns, system_ns, wait_ns, run_delay_ns, cpu_samples, wait_samples = sums
+    extra = {} if memory is None else {"alloc_bytes": memory[0],
+                                       "live_at_peak_bytes": memory[1]}
+    return {"thread": tid, "frames": list(frame_ids), **extra,
             "cpu_python_s": python_ns / _NS_PER_S, "cpu_native_s": native_ns / _NS_PER_S,
             "cpu_system_s": system_ns / _NS_PER_S, "wait_s": wait_ns / _NS_PER_S,
+            "run_delay_s": run_delay_ns / _NS_PER_S,
             "cpu_samples": cpu_samples, "wait_samples": wait_samples}

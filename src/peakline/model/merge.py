@@ -10,8 +10,11 @@ Rules (docs/processes.md, "Merged profiles"):
   elapsed time; leak fields and per-line timelines are the parent's when it has the line,
   else those of the first child that has it (times in a child's timeline are relative to that
   child's start). Each line and function gets ``processes``: how many processes charged it.
-* ``totals``, ``sampling`` and the memory counters are summed; ``threads`` and ``stacks``
-  are concatenated (frames re-indexed).
+* ``totals``, ``sampling`` and the memory counters are summed (``totals.cgroup_throttled_*``
+  stay the parent's: the cgroup's figures, shared by its processes); ``threads`` and ``stacks``
+  are concatenated (frames re-indexed). Each thread gets ``pid`` (its process) and its name
+  says which process it belongs to, ``"MainThread (pid 4243)"``: every process has a
+  MainThread.
 * Peaks. ``peak_bytes`` is the **largest single-process peak**; ``processes[].peak_bytes``
   gives each one's own peak and ``peak_bytes_sum`` the sum of all of them (what the processes
   would hold if their peaks coincided). ``tree_peak_bytes`` is the *measured* peak of the
@@ -40,7 +43,7 @@ from typing import Any
 
 from peakline.model.profile import Profile
 
-_TIME_FIELDS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
+_TIME_FIELDS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "run_delay_s")
 _LINE_SUMS = (*_TIME_FIELDS, "samples", "alloc_python_bytes", "alloc_native_bytes",
               "free_bytes", "net_bytes", "live_at_peak_bytes", "copy_bytes",
               "import_net_bytes")
@@ -105,6 +108,7 @@ def merge_processes(parent: Profile, children: Sequence[Profile],
         return Profile.from_dict(out, source="merge_processes")
 
     doc = copy.deepcopy(parent.to_dict())
+    doc["threads"] = [_thread_of(t, doc.get("pid")) for t in doc.get("threads", ())]
     line_procs: dict[tuple[str, int], int] = {}
     function_procs: dict[tuple[str, str, int], int] = {}
     _count_processes(doc, line_procs, function_procs)
@@ -196,10 +200,21 @@ def _merge_threads(doc: dict, child: dict) -> None:
     threads = {t["tid"]: t for t in doc.get("threads", ())}
     for thread in child.get("threads", ()):
         if thread["tid"] in threads:  # a tid reused by another process: add it up
-            _merge_sums(threads[thread["tid"]], thread, ("cpu_s", "wait_s"))
+            _merge_sums(threads[thread["tid"]], thread, ("cpu_s", "wait_s", "run_delay_s"))
         else:
-            threads[thread["tid"]] = copy.deepcopy(thread)
+            threads[thread["tid"]] = _thread_of(copy.deepcopy(thread), child.get("pid"))
     doc["threads"] = [threads[tid] for tid in sorted(threads)]
+
+
+def _thread_of(thread: dict, pid: Any) -> dict:
+    """``thread`` labelled with its process: ``pid`` and the pid in its name (kept as is when
+    it already has one, from an earlier merge)."""
+    if pid is None or "pid" in thread:
+        return thread
+    thread["pid"] = pid
+    name = thread.get("name") or f"thread {thread.get('tid')}"
+    thread["name"] = f"{name} (pid {pid})"
+    return thread
 
 
 def _merge_stacks(doc: dict, child: dict) -> None:

@@ -199,11 +199,14 @@ def _record_list_field(name: str, record: type[_Record]) -> _Field:
     return _Field(name, _list_of(record._from_json), lambda rs: [r.to_dict() for r in rs])
 
 
-_CATEGORY_NAMES = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s")
+# run_delay_s: off-CPU time the thread was runnable but not scheduled (CPU contention). Split
+# off wait_s by the core; optional on read (0 in files written before it existed).
+_CATEGORY_NAMES = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "run_delay_s")
 
 
 def _category_fields() -> tuple[_Field, ...]:
-    return tuple(_Field(name, _seconds) for name in _CATEGORY_NAMES)
+    return tuple(_Field(name, _seconds, required=name != "run_delay_s")
+                 for name in _CATEGORY_NAMES)
 
 
 # Per-line and per-function memory fields (sampled estimates; frees are charged to the line
@@ -258,12 +261,13 @@ class _Record:
 
 
 class _CategoryTimes:
-    """Mixin for records that carry the four time categories (seconds)."""
+    """Mixin for records that carry the five time categories (seconds)."""
 
     cpu_python_s: float
     cpu_native_s: float
     cpu_system_s: float
     wait_s: float
+    run_delay_s: float
 
     @property
     def cpu_s(self) -> float:
@@ -271,18 +275,24 @@ class _CategoryTimes:
 
     @property
     def total_s(self) -> float:
-        """CPU plus wait: the sampled time charged here."""
-        return self.cpu_s + self.wait_s
+        """CPU plus wait plus run delay: the sampled time charged here."""
+        return self.cpu_s + self.wait_s + self.run_delay_s
+
+    @property
+    def off_cpu_s(self) -> float:
+        """Wait plus run delay: all the time the thread(s) did not run here."""
+        return self.wait_s + self.run_delay_s
 
 
 @dataclass
 class CategoryTimes(_CategoryTimes):
-    """Plain sum of the four categories, e.g. one file's totals."""
+    """Plain sum of the five categories, e.g. one file's totals."""
 
     cpu_python_s: float = 0.0
     cpu_native_s: float = 0.0
     cpu_system_s: float = 0.0
     wait_s: float = 0.0
+    run_delay_s: float = 0.0
 
     def add(self, other: _CategoryTimes) -> None:
         for name in _CATEGORY_NAMES:
@@ -299,6 +309,7 @@ class _Usage:
     cpu_native_s: float = 0.0
     cpu_system_s: float = 0.0
     wait_s: float = 0.0
+    run_delay_s: float = 0.0
     samples: int = 0
     alloc_python_bytes: int | None = None
     alloc_native_bytes: int | None = None
@@ -392,10 +403,12 @@ class ThreadRecord(_Record):
     python: bool = True
     cpu_s: float = 0.0
     wait_s: float = 0.0
+    run_delay_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("tid", _count), _Field("name", _nullable(_str)), _Field("python", _bool),
-               _Field("cpu_s", _seconds), _Field("wait_s", _seconds))
+               _Field("cpu_s", _seconds), _Field("wait_s", _seconds),
+               _optional("run_delay_s", _seconds))
 
 
 @dataclass
@@ -408,13 +421,19 @@ class StackSample(_Record, _CategoryTimes):
     cpu_native_s: float = 0.0
     cpu_system_s: float = 0.0
     wait_s: float = 0.0
+    run_delay_s: float = 0.0
     cpu_samples: int = 0
     wait_samples: int = 0
+    # Memory (present when memory was profiled): the stack's sampled allocations and what
+    # it held at the peak, for the memory flame graph.
+    alloc_bytes: int | None = None
+    live_at_peak_bytes: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("thread", _count), _Field("frames", _list_of(_count), list),
                *_category_fields(), _Field("cpu_samples", _count),
-               _Field("wait_samples", _count))
+               _Field("wait_samples", _count), _optional("alloc_bytes", _count),
+               _optional("live_at_peak_bytes", _int))
 
 
 @dataclass
@@ -486,10 +505,17 @@ class Totals(_Record, _CategoryTimes):
     cpu_native_s: float = 0.0
     cpu_system_s: float = 0.0
     wait_s: float = 0.0
+    run_delay_s: float = 0.0
     unattributed_s: float = 0.0
+    # The cgroup CPU controller's throttling during the run (a CPU quota), when readable:
+    # the whole cgroup's figures, not only this process's.
+    cgroup_throttled_s: float | None = None
+    cgroup_throttled_periods: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    _FIELDS = (*_category_fields(), _Field("unattributed_s", _seconds))
+    _FIELDS = (*_category_fields(), _Field("unattributed_s", _seconds),
+               _optional("cgroup_throttled_s", _seconds),
+               _optional("cgroup_throttled_periods", _count))
 
 
 @dataclass

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from peakline.model.leaks import LEAK_REPORT_THRESHOLD
 from peakline.model.profile import LineRecord, Profile
 from peakline.reporters._format import human_bytes
+from peakline.reporters._text import duration
 
 HOT_PERCENT = 10.0  # a line with at least this share of sampled time is highlighted
 PEAK_HOLDERS_MAX = 5
@@ -96,3 +97,33 @@ def blas_buffer_note(profile: Profile) -> list[str] | None:
     return [f"{human_bytes(m.blas_buffer_bytes)}: OpenBLAS per-thread work {what}",
             "mapped on a thread's first BLAS call, kept until exit",
             "counted in the peak, charged to no line"]
+
+
+def contention_parts(totals) -> list[str]:
+    """The CPU-contention figures of a run's totals, for a totals line: run delay (runnable
+    but not scheduled) when there was any, and the cgroup's CPU throttling when measured and
+    non-zero. Empty when neither applies."""
+    parts = []
+    if totals.run_delay_s > 0:
+        parts.append(f"run delay {duration(totals.run_delay_s)}")
+    if totals.cgroup_throttled_s:
+        periods = totals.cgroup_throttled_periods or 0
+        parts.append(f"cgroup CPU quota throttled {duration(totals.cgroup_throttled_s)} "
+                     f"({periods} period{'s' if periods != 1 else ''})")
+    return parts
+
+
+# The parts of one note each (a report joins them with its separator, wrapping between parts).
+TRUNCATED_STACKS_NOTE = ["truncated stacks: deeper than 128 frames, their middle is cut",
+                         "the innermost frames and the root (where your line is) are kept",
+                         "so time and memory still reach your line"]
+
+
+def peak_vs_rss_note(profile: Profile) -> list[str] | None:
+    """One note when the heap peak exceeds the peak RSS (np.empty of 1 GiB shows a 1 GiB
+    peak and almost no RSS): the two count different things."""
+    peak, rss = profile.peak_bytes, profile.peak_rss_bytes
+    if peak is None or rss is None or peak <= rss:
+        return None
+    return ["peak counts bytes allocated, with pages never touched (np.empty)",
+            "peak RSS counts only the pages the kernel backed"]

@@ -27,8 +27,9 @@ from peakline.model.leaks import LEAK_REPORT_THRESHOLD
 from peakline.model.profile import Profile
 from peakline.reporters._filters import (DEFAULT_CPU_PERCENT_THRESHOLD,
                                          DEFAULT_MALLOC_THRESHOLD_BYTES, ReportFilter)
-from peakline.reporters._highlights import (HOT_PERCENT, blas_buffer_note, peak_basis,
-                                            peak_holders, possible_leaks)
+from peakline.reporters._highlights import (HOT_PERCENT, TRUNCATED_STACKS_NOTE,
+                                            blas_buffer_note, peak_basis, peak_holders,
+                                            peak_vs_rss_note, possible_leaks)
 from peakline.reporters._source import read_source
 
 _TEMPLATE_FILES = ("report.html", "report.css", "charts.js", "report.js")
@@ -76,6 +77,9 @@ def page_data(profile: Profile, rules: ReportFilter) -> dict[str, Any]:
                         for h in peak_holders(profile)],
         "peakBasis": _basis(profile),
         "blasNote": " \u00b7 ".join(blas_buffer_note(profile) or []),
+        # one-line explanations of figures that need them (reporters/_highlights.py)
+        "rssNote": "; ".join(peak_vs_rss_note(profile) or []),
+        "truncatedNote": ", ".join(TRUNCATED_STACKS_NOTE[1:]),
         "leaks": [[f, line.lineno] for f, line in possible_leaks(profile)],
         "settings": {
             "version": __version__,

@@ -3,7 +3,7 @@
 Spec: https://www.speedscope.app/file-format-schema.json (jlfwong/speedscope
 ``src/lib/file-format-spec.ts``). We write one ``"sampled"`` profile per thread, unit
 ``seconds``: each distinct stack of ``profile.stacks`` is one sample, root first, weighted by
-its sampled time (CPU + wait), so a thread's weights add up to its sampled time. Frames are
+its sampled time (CPU + wait + run delay), so a thread's weights add up to its sampled time. Frames are
 shared between the profiles; a frame is (file, function, line), so the flame graph is as
 fine-grained as the line report. A stack with no Python frame (a native thread sampled before
 any Python frame was known) is charged to a ``(no Python frame)`` pseudo-frame.
@@ -70,7 +70,7 @@ def to_speedscope(profile: Profile) -> dict[str, Any]:
     ids = [frames.get(_frame_name(f[1], f[0], f[3]), f[0], f[3]) for f in profile.stacks.frames]
     by_thread: dict[int, tuple[list[list[int]], list[float]]] = {}
     for sample in profile.stacks.samples:
-        weight = sample.cpu_python_s + sample.cpu_native_s + sample.cpu_system_s + sample.wait_s
+        weight = sample.total_s
         if weight <= 0:
             continue
         stack = [ids[i] for i in sample.frames] or [frames.get(NO_PYTHON_FRAME)]

@@ -40,8 +40,9 @@ from peakline.reporters._filters import (DEFAULT_CPU_PERCENT_THRESHOLD,
                                          DEFAULT_MALLOC_THRESHOLD_BYTES, ReportFilter)
 from peakline.reporters._format import (compact_bytes, human_bytes, human_rate, mb_per_s,
                                         python_share, resample_max, sparkline)
-from peakline.reporters._highlights import (HOT_PERCENT, blas_buffer_note, peak_basis,
-                                            peak_holders, possible_leaks)
+from peakline.reporters._highlights import (HOT_PERCENT, TRUNCATED_STACKS_NOTE,
+                                            blas_buffer_note, contention_parts, peak_basis,
+                                            peak_holders, peak_vs_rss_note, possible_leaks)
 from peakline.reporters._source import read_source
 from peakline.reporters._text import duration, percent, printable, short_s
 
@@ -241,7 +242,7 @@ class _View:
 
         self.emit_parts([f"CPU {duration(cpu_s)}: Python {split(t.cpu_python_s)}",
                          f"native {split(t.cpu_native_s)}", f"system {split(t.cpu_system_s)}",
-                         f"wait {duration(t.wait_s)}"])
+                         f"wait {duration(t.wait_s)}", *contention_parts(t)])
         s = p.sampling
         if self.rules.sampled_s <= 0:
             self.emit_parts([f"no time was sampled ({s.samples} samples)",
@@ -265,6 +266,8 @@ class _View:
             if not problems[0].startswith("warning"):
                 problems[0] = "warning: " + problems[0]
             self.emit_parts(problems, _BOLD)
+            if s.truncated_stacks:
+                self.emit_parts(TRUNCATED_STACKS_NOTE, _DIM)
         self.threads_line()
         if self.memory:
             self.memory_line()
@@ -317,6 +320,9 @@ class _View:
                 parts.append(f"{human_bytes(m.live_end_bytes)} live at end")
                 parts.append(f"sampled every {human_bytes(m.sampling_interval_bytes)}")
         self.emit_parts(parts)
+        rss_note = peak_vs_rss_note(p)
+        if rss_note:
+            self.emit_parts(rss_note, _DIM)
         note = blas_buffer_note(p)
         if note:
             self.emit_parts(note)
@@ -384,7 +390,8 @@ class _View:
         totals = record.totals()
         self.emit()
         parts = [printable(filename), f"{self.share(totals.total_s):.1f}% of sampled time",
-                 f"CPU {self.share(totals.cpu_s):.1f}%, wait {duration(totals.wait_s)}"]
+                 f"CPU {self.share(totals.cpu_s):.1f}%, wait {duration(totals.wait_s)}"
+                 + (f", run delay {duration(totals.run_delay_s)}" if totals.run_delay_s > 0 else "")]
         if self.memory:
             parts.append(f"net {human_bytes(sum(ln.net_bytes or 0 for ln in record.lines))}")
         self.emit_parts(parts, _BOLD, indent="")

@@ -105,8 +105,11 @@ function stepPath(values, x0, dx, y) {
   return d + "V" + y(0) + "Z";
 }
 
-/* The run's live heap over time, with the exact peak marked. */
-PL.timelineChart = function (box, points, elapsed, peakBytes, peakTime) {
+/* The run's live heap over time, with the exact peak marked. opts.phases: [{name, depth,
+ * start_s, end_s}] drawn as bands behind the curve; opts.liveAt(t) -> [[label, bytes], ...]:
+ * what the lines held at t, listed under the cursor. */
+PL.timelineChart = function (box, points, elapsed, peakBytes, peakTime, opts) {
+  opts = opts || {};
   var W = Math.max(480, box.clientWidth - 16), H = 220, L = 72, R = 16, T = 24, B = 28;
   var end = Math.max(elapsed, points.length ? points[points.length - 1][0] : 0) || 1;
   var cells = Math.max(20, Math.floor((W - L - R) / 2));
@@ -130,6 +133,19 @@ PL.timelineChart = function (box, points, elapsed, peakBytes, peakTime) {
     tl.textContent = (tstep < 1 ? t.toFixed(2) : t.toFixed(0)) + " s";
     svg.appendChild(tl);
   }
+  (opts.phases || []).forEach(function (ph, i) {
+    if (ph.end_s === undefined || ph.end_s === null) return;
+    var x0 = x(Math.max(0, ph.start_s)), x1 = x(Math.min(end, ph.end_s)), depth = ph.depth || 0;
+    var band = PL.svg("g", { "class": "phase-band" + (i % 2 ? " odd" : ""), "data-phase": ph.name });
+    band.appendChild(PL.svg("rect", { x: x0, y: T + depth * 4, width: Math.max(1, x1 - x0), height: y(0) - T - depth * 4 }));
+    var label = PL.svg("text", { x: x0 + 3, y: T - 8 + 11 * depth + (depth ? 10 : 0), "class": "phase-label" });
+    label.textContent = ph.name;
+    var tt = PL.svg("title", {});
+    tt.textContent = "phase " + ph.name + ": " + ph.start_s.toFixed(2) + "\u2013" + ph.end_s.toFixed(2) + " s";
+    band.appendChild(tt);
+    band.appendChild(label);
+    svg.appendChild(band);
+  });
   svg.appendChild(PL.svg("path", { d: stepPath(values, L, (W - L - R) / cells, y), "class": "area" }));
   if (peakBytes) {
     var g = PL.svg("g", { id: "peak-marker", "class": "peak" });
@@ -156,9 +172,16 @@ PL.timelineChart = function (box, points, elapsed, peakBytes, peakTime) {
     var when = (sx - L) / (W - L - R) * end;
     cursor.setAttribute("x1", sx); cursor.setAttribute("x2", sx);
     cursor.setAttribute("visibility", "visible");
-    tip.textContent = when.toFixed(2) + " s: " + PL.fmtBytes(PL.valueAt(points, when));
+    var text = when.toFixed(2) + " s: " + PL.fmtBytes(PL.valueAt(points, when)) + " live";
+    if (opts.liveAt) {
+      var live = opts.liveAt(when);
+      if (live.length) text += live.map(function (l) { return "\n  " + PL.fmtBytes(l[1]) + "  " + l[0]; }).join("");
+    }
+    tip.textContent = text;
     tip.hidden = false;
-    tip.style.left = (ev.clientX - box.getBoundingClientRect().left + 12) + "px";
+    var at = ev.clientX - box.getBoundingClientRect().left;
+    /* right of the cursor, or left of it where it would run past the chart's edge */
+    tip.style.left = (at + 12 + tip.offsetWidth > box.clientWidth ? Math.max(0, at - 12 - tip.offsetWidth) : at + 12) + "px";
     tip.style.top = "8px";
   });
   svg.addEventListener("mouseleave", function () { cursor.setAttribute("visibility", "hidden"); tip.hidden = true; });
@@ -166,16 +189,20 @@ PL.timelineChart = function (box, points, elapsed, peakBytes, peakTime) {
   box.appendChild(tip);
 };
 
-/* A line's live bytes over the run, scaled to the line's own maximum. */
-PL.sparkline = function (points, elapsed) {
+/* A line's live bytes over the run. With `scale` (bytes), every sparkline shares that
+ * scale, so +512 K looks small beside +109 M; without it, the line's own maximum. */
+PL.sparkline = function (points, elapsed, scale) {
   if (!points || !points.length) return null;
   var cells = 40, values = PL.resampleMax(points, 0, elapsed || points[points.length - 1][0] || 1, cells);
-  var top = Math.max.apply(null, values);
-  if (top <= 0) return null;
+  var most = Math.max.apply(null, values), top = scale && scale >= most ? scale : most;
+  if (most <= 0) return null;
   var svg = PL.svg("svg", { viewBox: "0 0 80 16", preserveAspectRatio: "none", "class": "spark" });
   svg.appendChild(PL.svg("path", { d: stepPath(values, 0, 80 / cells, function (v) { return 15.5 - 14 * v / top; }) }));
   var title = PL.svg("title", {});
-  title.textContent = "max " + PL.fmtBytes(top) + " held by this line";
+  title.textContent = "max " + PL.fmtBytes(most) + " held by this line" +
+    (top > most ? " (scale: 0 to " + PL.fmtBytes(top) + ", the same for every line)" : "");
+  svg.setAttribute("data-max", String(most));
+  svg.setAttribute("data-scale", String(top));
   svg.appendChild(title);
   return svg;
 };
@@ -185,7 +212,11 @@ PL.sparkline = function (points, elapsed) {
  * library frames before the first user frame (interpreter start-up, peakline's runner) is
  * dropped, and every later run becomes one node named after the library function the user
  * code called. Returns {redraw(collapse)}. */
-PL.flameGraph = function (box, profile, threadNames, collapse) {
+PL.flameGraph = function (box, profile, threadNames, collapse, weight, fmt) {
+  /* weight(sample) -> number: what a stack contributes (default: its sampled time); fmt
+   * formats a node's total (default: seconds). The memory flame graph passes bytes. */
+  weight = weight || function (s) { return s.cpu_python_s + s.cpu_native_s + s.cpu_system_s + s.wait_s + (s.run_delay_s || 0); };
+  fmt = fmt || PL.fmtSeconds;
   var frames = profile.stacks.frames, reported = profile.files, root;
   var isUser = function (id) { return id >= 0 && Object.prototype.hasOwnProperty.call(reported, frames[id][0]); };
   function child(node, key, make) {
@@ -218,7 +249,7 @@ PL.flameGraph = function (box, profile, threadNames, collapse) {
   function build() {
     root = { label: "all threads", value: 0, kids: {}, depth: 0, parent: null, kind: "root" };
     profile.stacks.samples.forEach(function (s) {
-      var w = s.cpu_python_s + s.cpu_native_s + s.cpu_system_s + s.wait_s;
+      var w = weight(s);
       if (!(w > 0)) return;
       root.value += w;
       var node = child(root, "t" + s.thread, function () {
@@ -248,7 +279,7 @@ PL.flameGraph = function (box, profile, threadNames, collapse) {
       var d = PL.el("div", "fnode" + (ancestor ? " ancestor" : ""), node.label);
       d.style.left = left + "px"; d.style.width = Math.max(1, w) + "px"; d.style.top = node.depth * ROW + "px";
       d.style.background = colour(node);
-      d.title = node.label + (node.detail ? "\n" + node.detail : "") + "\n" + PL.fmtSeconds(node.value) +
+      d.title = node.label + (node.detail ? "\n" + node.detail : "") + "\n" + fmt(node.value) +
         " (" + (100 * node.value / (root.value || 1)).toFixed(1) + "% of all, " +
         (100 * node.value / (focus.value || 1)).toFixed(1) + "% of view)";
       d.addEventListener("click", function (ev) { ev.stopPropagation(); draw(node === focus && node.parent ? node.parent : node); });
@@ -271,5 +302,6 @@ PL.flameGraph = function (box, profile, threadNames, collapse) {
   }
   build();
   draw(root);
-  return { redraw: function (fold) { collapse = fold; build(); draw(root); } };
+  return { redraw: function (fold, newWeight) { collapse = fold; if (newWeight) weight = newWeight; build(); draw(root); },
+           total: function () { return root.value; } };
 };

@@ -5,9 +5,11 @@
   var data = JSON.parse(document.getElementById("peakline-data").textContent);
   var P = data.profile, S = data.settings, el = PL.el;
   var hasMem = P.peak_bytes !== undefined && P.peak_bytes !== null;
-  var T = P.totals, sampled = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s + T.wait_s;
+  /* run_delay_s: runnable but not scheduled (CPU contention); absent in older profiles */
+  var T = P.totals, sampled = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s + T.wait_s + (T.run_delay_s || 0);
   var share = function (s) { return sampled > 0 ? 100 * s / sampled : 0; };
-  var total = function (r) { return r.cpu_python_s + r.cpu_native_s + r.cpu_system_s + r.wait_s; };
+  var total = function (r) { return r.cpu_python_s + r.cpu_native_s + r.cpu_system_s + r.wait_s + (r.run_delay_s || 0); };
+  var hasDelay = (T.run_delay_s || 0) > 0;
   var alloc = function (r) { return (r.alloc_python_bytes || 0) + (r.alloc_native_bytes || 0); };
   var pyShare = function (r) { var a = alloc(r); return a > 0 ? 100 * (r.alloc_python_bytes || 0) / a : null; };
   var fileNames = Object.keys(P.files);
@@ -24,6 +26,11 @@
   };
   var sourceLine = function (f, n) { var src = data.sources[f]; return src && n > 0 && n <= src.length ? src[n - 1] : ""; };
   var lineAnchor = function (f, n) { return "L" + fileIndex[f] + "-" + n; };
+  /* One scale for every per-line sparkline: the largest any line held. */
+  var sparkScale = 0;
+  fileNames.forEach(function (f) { P.files[f].lines.forEach(function (r) {
+    (r.timeline || []).forEach(function (p) { if (p[1] > sparkScale) sparkScale = p[1]; });
+  }); });
   function linkTo(f, n) {
     var a = el("a", null, place(f, n));
     a.href = "#" + lineAnchor(f, n);
@@ -49,7 +56,11 @@
     fact(facts, "exit code", P.exit_code === null ? "n/a" : String(P.exit_code));
     var cpu = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s;
     fact(facts, "CPU", PL.fmtSeconds(cpu) || "0 s");
-    fact(facts, "wait", PL.fmtSeconds(T.wait_s) || "0 s");
+    fact(facts, "wait", PL.fmtSeconds(T.wait_s) || "0 s").title = "off CPU: sleep, I/O, locks, the GIL";
+    if (hasDelay) fact(facts, "run delay", PL.fmtSeconds(T.run_delay_s)).title =
+      "runnable but not scheduled: other processes on the CPU, a CPU quota (not the program waiting)";
+    if (T.cgroup_throttled_s) fact(facts, "cgroup CPU quota throttled", PL.fmtSeconds(T.cgroup_throttled_s) +
+      " (" + (T.cgroup_throttled_periods || 0) + " periods)", "warn");
     fact(facts, "attributed", (sampled > 0 ? (100 * (1 - T.unattributed_s / sampled)).toFixed(1) : "0") + "%");
     var smp = P.sampling;
     fact(facts, "samples", (smp.cpu_samples + smp.wait_samples) + " (" + smp.cpu_samples + " CPU, " + smp.wait_samples + " wait)");
@@ -77,12 +88,22 @@
       fact(facts, "memory", "not profiled (--cpu-only)");
     }
     if (smp.dropped_samples) fact(facts, "dropped samples", String(smp.dropped_samples), "warn");
-    if (smp.truncated_stacks) fact(facts, "truncated stacks", String(smp.truncated_stacks), "warn");
+    if (smp.truncated_stacks) {
+      var chip = fact(facts, "truncated stacks", String(smp.truncated_stacks), "warn");
+      chip.id = "fact-truncated";
+      chip.title = "stacks deeper than 128 frames lost their middle; " + data.truncatedNote;
+    }
     if (smp.invalid_frames) fact(facts, "invalid frames", String(smp.invalid_frames), "warn");
     h.appendChild(facts);
+    /* figures that need a sentence, said where they appear */
+    if (hasMem && data.rssNote) h.appendChild(el("p", "note figure-note", "peak " + PL.fmtBytes(P.peak_bytes) +
+      " > peak RSS " + PL.fmtBytes(P.peak_rss_bytes) + ": " + data.rssNote + "."));
+    if (smp.truncated_stacks) h.appendChild(el("p", "note figure-note", smp.truncated_stacks +
+      " truncated stacks: deeper than 128 frames, their middle was cut; " + data.truncatedNote + "."));
     var split = el("div", "split"), legend = el("div", "legend");
     [["Python", T.cpu_python_s, "--py"], ["native", T.cpu_native_s, "--native"],
-     ["system", T.cpu_system_s, "--system"], ["wait", T.wait_s, "--wait"]].forEach(function (c) {
+     ["system", T.cpu_system_s, "--system"], ["wait", T.wait_s, "--wait"]]
+      .concat(hasDelay ? [["run delay", T.run_delay_s, "--delay"]] : []).forEach(function (c) {
       var seg = el("span");
       seg.style.width = (sampled > 0 ? 100 * c[1] / sampled : 0) + "%";
       seg.style.background = "var(" + c[2] + ")";
@@ -172,7 +193,7 @@
              value: pyShare, show: function (r) { var v = pyShare(r); return v === null ? "" : v.toFixed(0) + "%"; } };
   };
   function timeColumns() {
-    var totalCol = { label: "total", group: "Time", title: "share of sampled time (CPU + wait)",
+    var totalCol = { label: "total", group: "Time", title: "share of sampled time (CPU + wait" + (hasDelay ? " + run delay)" : ")"),
                      value: function (r) { return share(total(r)) || null; },
                      tip: function (r) { return PL.fmtSeconds(total(r)) + " of " + PL.fmtSeconds(sampled) + " sampled"; },
                      show: function (r) {
@@ -185,7 +206,9 @@
                      } };
     return [totalCol, pctCol("Python", "cpu_python_s"), pctCol("native", "cpu_native_s"),
             pctCol("system", "cpu_system_s"),
-            { label: "wait", group: "Time", value: function (r) { return r.wait_s || null; }, show: function (r) { return PL.fmtSeconds(r.wait_s); } }];
+            { label: "wait", group: "Time", title: "off CPU: sleep, I/O, locks, the GIL", value: function (r) { return r.wait_s || null; }, show: function (r) { return PL.fmtSeconds(r.wait_s); } }]
+      .concat(hasDelay ? [{ label: "run delay", group: "Time", title: "runnable but not scheduled: other processes on the CPU, a CPU quota",
+                            value: function (r) { return r.run_delay_s || null; }, show: function (r) { return PL.fmtSeconds(r.run_delay_s); } }] : []);
   }
   function memoryColumns(lineLevel) {
     if (!hasMem) return [];
@@ -199,7 +222,7 @@
     if (lineLevel) {
       cols.push({ label: "timeline", group: "Memory", title: "the line's live bytes over the run (sorts by its maximum)",
                   value: function (r) { return r.timeline && r.timeline.length ? Math.max.apply(null, r.timeline.map(function (p) { return p[1]; })) || null : null; },
-                  show: function (r) { return PL.sparkline(r.timeline, P.elapsed_s) || ""; } });
+                  show: function (r) { return PL.sparkline(r.timeline, P.elapsed_s, sparkScale) || ""; } });
       cols.push({ label: "leak", group: "Memory", title: "leak likelihood (flagged from " + (100 * S.leakThreshold).toFixed(0) + "%)",
                   value: function (r) { return r.leak_likelihood || null; },
                   show: function (r) { return r.leak_likelihood ? (100 * r.leak_likelihood).toFixed(0) + "%" : ""; },
@@ -212,6 +235,18 @@
   }
 
   /* -- memory ------------------------------------------------------------------------------ */
+  /* What the lines held at time t (seconds since start), largest first: each line's own
+   * timeline (sampled estimates, points at aggregator ticks where it changed) read at t. */
+  function liveAt(t) {
+    var out = [];
+    fileNames.forEach(function (f) { P.files[f].lines.forEach(function (r) {
+      if (!r.timeline || !r.timeline.length) return;
+      var v = PL.valueAt(r.timeline, t);
+      if (v > 0) out.push([place(f, r.lineno) + "  " + sourceLine(f, r.lineno).trim().slice(0, 48), v]);
+    }); });
+    out.sort(function (a, b) { return b[1] - a[1]; });
+    return out.slice(0, 5);
+  }
   function memory() {
     if (!hasMem) return;
     var sec = document.getElementById("memory");
@@ -222,7 +257,8 @@
                        basis.bytes, basis.time_s || 0);
     } else {
       PL.timelineChart(document.getElementById("timeline-chart"), P.timeline || [], P.elapsed_s,
-                       P.peak_bytes, (P.memory || {}).peak_time_s || 0);
+                       P.peak_bytes, (P.memory || {}).peak_time_s || 0,
+                       { phases: P.phases || [], liveAt: liveAt });
     }
     var recs = {};
     fileNames.forEach(function (f) { P.files[f].lines.forEach(function (r) { recs[f + "\u0000" + r.lineno] = r; }); });
@@ -235,11 +271,11 @@
       var rows = data.peakHolders.map(function (h) { return { f: h[0], n: h[1], share: h[2], held: h[3], r: recs[h[0] + "\u0000" + h[1]] }; });
       hs.querySelector(".table-wrap").appendChild(table([
         { label: "line", text: true, value: function (x) { return place(x.f, x.n); }, show: function (x) { return linkTo(x.f, x.n); } },
+        { label: "source", text: true, cls: "src", nosort: true, value: function (x) { return sourceLine(x.f, x.n); }, tip: function (x) { return sourceLine(x.f, x.n); } },
         { label: "held at peak", value: function (x) { return x.held; }, show: function (x) { return "\u25B2 " + PL.fmtBytes(x.held); } },
         { label: "% of peak", value: function (x) { return x.share; }, show: function (x) { return (100 * x.share).toFixed(0) + "%"; } },
         { label: "Python %", value: function (x) { return pyShare(x.r); }, show: function (x) { var v = pyShare(x.r); return v === null ? "" : v.toFixed(0) + "%"; } },
-        { label: "net", value: function (x) { return x.r.net_bytes; }, show: function (x) { return PL.fmtBytes(x.r.net_bytes, true); } },
-        { label: "source", text: true, cls: "src", nosort: true, value: function (x) { return sourceLine(x.f, x.n); } }
+        { label: "net", value: function (x) { return x.r.net_bytes; }, show: function (x) { return PL.fmtBytes(x.r.net_bytes, true); } }
       ], rows).table);
     }
     if (data.leaks.length) {
@@ -248,11 +284,11 @@
       var lrows = data.leaks.map(function (l) { return { f: l[0], n: l[1], r: recs[l[0] + "\u0000" + l[1]] }; });
       ls.querySelector(".table-wrap").appendChild(table([
         { label: "line", text: true, value: function (x) { return place(x.f, x.n); }, show: function (x) { return linkTo(x.f, x.n); } },
+        { label: "source", text: true, cls: "src", nosort: true, value: function (x) { return sourceLine(x.f, x.n); }, tip: function (x) { return sourceLine(x.f, x.n); } },
         { label: "likelihood", value: function (x) { return x.r.leak_likelihood; }, show: function (x) { return (100 * x.r.leak_likelihood).toFixed(0) + "%"; } },
         { label: "growth", value: function (x) { return x.r.leak_rate_bytes_s; }, show: function (x) { return PL.fmtBytes(x.r.leak_rate_bytes_s || 0, true) + "/s"; } },
         { label: "held at end", value: function (x) { return x.r.net_bytes; }, show: function (x) { return PL.fmtBytes(x.r.net_bytes); } },
-        { label: "timeline", nosort: true, value: function () { return null; }, show: function (x) { return PL.sparkline(x.r.timeline, P.elapsed_s) || ""; } },
-        { label: "source", text: true, cls: "src", nosort: true, value: function (x) { return sourceLine(x.f, x.n); } }
+        { label: "timeline", nosort: true, value: function () { return null; }, show: function (x) { return PL.sparkline(x.r.timeline, P.elapsed_s, sparkScale) || ""; } }
       ], lrows).table);
     }
   }
@@ -273,7 +309,7 @@
       var numbers = rec.lines.map(function (r) { return r.lineno; });
       if (src) for (var n = 1; n <= src.length; n++) if (!byLine[n]) numbers.push(n);
       numbers.sort(function (a, b) { return a - b; });
-      var rows = numbers.map(function (n) { return byLine[n] || { lineno: n, cpu_python_s: 0, cpu_native_s: 0, cpu_system_s: 0, wait_s: 0, samples: 0 }; });
+      var rows = numbers.map(function (n) { return byLine[n] || { lineno: n, cpu_python_s: 0, cpu_native_s: 0, cpu_system_s: 0, wait_s: 0, run_delay_s: 0, samples: 0 }; });
       var sec = el("section", "file");
       var fileTime = rec.lines.reduce(function (s, r) { return s + total(r); }, 0);
       var h3 = el("h3", null, f);
@@ -289,9 +325,11 @@
       bar.appendChild(lab);
       bar.appendChild(el("span", null, "click a column header to sort"));
       sec.appendChild(bar);
-      var cols = [{ label: "line", cls: "lineno", asc: true, value: function (r) { return r.lineno; }, show: function (r) { return r.lineno || "?"; } }]
-        .concat(timeColumns(), memoryColumns(true),
-                [{ label: "source", text: true, cls: "src", nosort: true, value: function (r) { return r.lineno === 0 ? "(line unknown)" : sourceLine(f, r.lineno); } }]);
+      /* the code next to its line number: visible at any width, the figures scroll beside it */
+      var cols = [{ label: "line", cls: "lineno", asc: true, value: function (r) { return r.lineno; }, show: function (r) { return r.lineno || "?"; } },
+                  { label: "source", text: true, cls: "src", nosort: true, value: function (r) { return r.lineno === 0 ? "(line unknown)" : sourceLine(f, r.lineno); },
+                    tip: function (r) { return r.lineno === 0 ? "" : sourceLine(f, r.lineno); } }]
+        .concat(timeColumns(), memoryColumns(true));
       var t = table(cols, rows, function (r, tr) {
         tr.id = lineAnchor(f, r.lineno);
         var key = f + "\u0000" + r.lineno, p = share(total(r));
@@ -345,17 +383,63 @@
     box.addEventListener("change", function () { fg.redraw(box.checked); });
   }
 
+  /* Memory by call stack: what each stack held at the peak, or allocated over the run. */
+  function memoryFlame() {
+    var sec = document.getElementById("memory-flame");
+    if (!hasMem || !P.stacks.samples.some(function (s) { return s.alloc_bytes !== undefined; })) return;
+    sec.hidden = false;
+    var graph = document.getElementById("memory-flame-graph"), bar = el("div", "toolbar");
+    var weights = {
+      peak: function (s) { return Math.max(0, s.live_at_peak_bytes || 0); },
+      alloc: function (s) { return s.alloc_bytes || 0; }
+    };
+    var fg = null;
+    [["peak", "held at the peak"], ["alloc", "allocated"]].forEach(function (m, i) {
+      var lab = el("label"), radio = el("input");
+      radio.type = "radio"; radio.name = "memory-flame-mode"; radio.value = m[0]; radio.checked = i === 0;
+      radio.id = "memory-flame-" + m[0];
+      lab.appendChild(radio);
+      lab.appendChild(document.createTextNode(" " + m[1]));
+      radio.addEventListener("change", function () { if (radio.checked && fg) fg.redraw(true, weights[m[0]]); });
+      bar.appendChild(lab);
+    });
+    graph.parentNode.insertBefore(bar, graph);
+    fg = PL.flameGraph(graph, P, threadNames, true, weights.peak, function (v) { return PL.fmtBytes(v); });
+    if (!fg.total()) graph.appendChild(el("p", "note", "No sampled stack held memory at the peak."));
+  }
+
+  function phases() {
+    var ph = P.phases || [];
+    if (!ph.length) return;
+    var sec = document.getElementById("phases");
+    sec.hidden = false;
+    var rows = ph.map(function (p, i) { return { p: p, i: i }; });
+    var wall = function (x) { return x.p.end_s !== undefined && x.p.end_s !== null ? x.p.end_s - x.p.start_s : null; };
+    sec.querySelector(".table-wrap").appendChild(table([
+      { label: "phase", text: true, asc: true, value: function (x) { return x.p.name; },
+        show: function (x) { return "\u00a0\u00a0".repeat(x.p.depth || 0) + x.p.name; } },
+      { label: "start", asc: true, value: function (x) { return x.p.start_s; }, show: function (x) { return x.p.start_s.toFixed(2) + " s"; } },
+      { label: "wall", value: wall, show: function (x) { var w = wall(x); return w === null ? "" : PL.fmtSeconds(w) || "0 s"; } },
+      { label: "CPU", value: function (x) { return x.p.cpu_s; }, show: function (x) { return PL.fmtSeconds(x.p.cpu_s) || "0 s"; } }
+    ].concat(hasMem ? [
+      { label: "net", value: function (x) { return x.p.net_bytes; }, show: function (x) { return x.p.net_bytes === null || x.p.net_bytes === undefined ? "" : PL.fmtBytes(x.p.net_bytes, true); } },
+      { label: "peak", value: function (x) { return x.p.peak_bytes; }, show: function (x) { return x.p.peak_bytes === null || x.p.peak_bytes === undefined ? "" : PL.fmtBytes(x.p.peak_bytes); } }
+    ] : []), rows).table);
+  }
+
   function footer() {
     var f = document.getElementById("footer");
     f.textContent = "peakline " + S.version + " \u00b7 Python " + P.python_version + " \u00b7 " + P.platform +
       " \u00b7 started " + P.started_at + " \u00b7 pid " + P.pid +
-      " \u00b7 time columns are shares of all sampled time (CPU + wait); memory per line is a sampled estimate, the peak is exact.";
+      " \u00b7 time columns are shares of all sampled time (CPU + wait" + (hasDelay ? " + run delay" : "") + "); memory per line is a sampled estimate, the peak is exact.";
   }
 
   summary();
+  phases();
   memory();
   files();
   functions();
   flame();
+  memoryFlame();
   footer();
 })();
