@@ -166,14 +166,28 @@ def _snapshot(state: dict) -> dict:
 
 def _finish(state: dict, *, exited: bool) -> dict | None:
     """Stops the session once (control thread or atexit, whichever comes first)."""
+    global _state
     with _lock:
         if state["done"]:
             return None
         state["done"] = True
+    try:
+        return _stop(state, exited=exited)
+    finally:
+        with _lock:  # free for the next attachment before the reply goes out
+            if _state is state:
+                _state = None
+
+
+def _stop(state: dict, *, exited: bool) -> dict:
     session = state["session"]
     try:
         session.stop()
         raw = session._raw
+        # What a session otherwise keeps for the life of the process (the sigaction/dlopen/
+        # dlsym hooks, the sampling signal's handler) goes too: the process is left as it was.
+        from peakline import _core
+        problem = _core.release_process(500)
     except BaseException as exc:  # noqa: BLE001 - reported to the attaching command
         return {"error": f"stopping the session failed: {type(exc).__name__}: {exc}"}
     try:
@@ -181,7 +195,9 @@ def _finish(state: dict, *, exited: bool) -> dict | None:
         atexit.unregister(_at_exit)
     except Exception:  # noqa: BLE001 - interpreter shutting down
         pass
-    return _data(session, raw, exited=exited, control_tid=state["control_tid"])
+    data = _data(session, raw, exited=exited, control_tid=state["control_tid"])
+    data["release_problem"] = problem or None
+    return data
 
 
 def _data(session, raw: dict, *, exited: bool, control_tid: int) -> dict:
@@ -232,12 +248,8 @@ def _at_exit() -> None:
 
 
 def _close(state: dict) -> None:
-    global _state
     try:
         state["sock"].close()
     except OSError:
         pass
     _release_page(state["page"], state["page_length"])
-    with _lock:
-        if _state is state:
-            _state = None

@@ -248,7 +248,8 @@ class Attachment:
         profile = build_profile(raw, meta=meta, selection=selection)
         doc = profile.to_dict()
         doc["attached"] = {"method": self.mode, "memory_counts_from": "attach",
-                           "process_exited": bool(reply.get("exited"))}
+                           "process_exited": bool(reply.get("exited")),
+                           "detach_problem": reply.get("release_problem")}
         return Profile.from_dict(doc, source=f"attach {self.pid}")
 
 

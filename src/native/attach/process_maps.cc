@@ -27,6 +27,7 @@ bool ProcessMaps::Load(pid_t pid, std::string* error) {
     return false;
   }
   std::string line;
+  errno = 0;
   while (std::getline(in, line)) {
     Mapping m;
     unsigned long long start = 0, end = 0, offset = 0;
@@ -45,6 +46,7 @@ bool ProcessMaps::Load(pid_t pid, std::string* error) {
     mappings_.push_back(std::move(m));
   }
   if (mappings_.empty()) {
+    if (errno == 0) errno = EACCES;  // readable file, unreadable content: ptrace access denied
     *error = "cannot read " + where + " (no mappings: not permitted, or the process is gone)";
     return false;
   }

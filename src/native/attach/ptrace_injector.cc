@@ -73,10 +73,30 @@ bool IsLibc(const std::string& path) {
          base.rfind("ld-musl-", 0) == 0;
 }
 
+std::string PermissionAdvice(pid_t pid) {
+  std::string text = "not permitted to trace process " + std::to_string(pid);
+  std::ifstream scope("/proc/sys/kernel/yama/ptrace_scope");
+  int value = -1;
+  if (scope >> value && value >= 1) {
+    text += " (kernel.yama.ptrace_scope is " + std::to_string(value) +
+            (value == 1 ? ": only a parent may trace; run as root, or set it to 0" :
+                          ": tracing needs CAP_SYS_PTRACE (or is disabled)") + ")";
+  } else {
+    text += " (it must belong to the same user, or run peakline as root / with CAP_SYS_PTRACE; "
+            "in a container add --cap-add=SYS_PTRACE)";
+  }
+  return text;
+}
+
 // Fills python_object and the interpreter's symbols; "" or why not.
 std::string FindSymbols(pid_t pid, ProcessMaps* maps, Symbols* s, std::string* python_object) {
   std::string error;
-  if (!maps->Load(pid, &error)) return error;
+  if (!maps->Load(pid, &error)) {
+    if (access(("/proc/" + std::to_string(pid)).c_str(), F_OK) != 0) {
+      return "no process " + std::to_string(pid);
+    }
+    return errno == EACCES || errno == EPERM ? PermissionAdvice(pid) : error;
+  }
   std::vector<std::string> candidates;
   if (!maps->executable().empty()) candidates.push_back(maps->executable());
   for (const std::string& path : maps->Objects()) {
@@ -158,21 +178,6 @@ std::string AccessProblem(pid_t pid) {
   return "";
 }
 
-std::string PermissionAdvice(pid_t pid) {
-  std::string text = "not permitted to trace process " + std::to_string(pid);
-  std::ifstream scope("/proc/sys/kernel/yama/ptrace_scope");
-  int value = -1;
-  if (scope >> value && value >= 1) {
-    text += " (kernel.yama.ptrace_scope is " + std::to_string(value) +
-            (value == 1 ? ": only a parent may trace; run as root, or set it to 0" :
-                          ": tracing needs CAP_SYS_PTRACE (or is disabled)") + ")";
-  } else {
-    text += " (it must belong to the same user, or run peakline as root / with CAP_SYS_PTRACE; "
-            "in a container add --cap-add=SYS_PTRACE)";
-  }
-  return text;
-}
-
 // The tracee: one stopped thread whose state is saved on stop and restored on Detach.
 class Tracee {
  public:
@@ -216,9 +221,12 @@ class Tracee {
     if (ptrace(PTRACE_GETSIGMASK, tid_, reinterpret_cast<void*>(sizeof(uint64_t)), &saved_mask_) != 0) {
       return Errno("PTRACE_GETSIGMASK");
     }
-    uint64_t all = ~static_cast<uint64_t>(0);
-    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) all &= ~(1ULL << (sig - 1));
-    if (ptrace(PTRACE_SETSIGMASK, tid_, reinterpret_cast<void*>(sizeof(uint64_t)), &all) != 0) {
+    // Every standard signal blocked, faults excepted; real-time signals as the program had
+    // them: peakline's session, started on this thread in direct mode, picks its sampling
+    // signal among the real-time signals the program does not block.
+    uint64_t mask = saved_mask_ | 0xFFFFFFFFULL;
+    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) mask &= ~(1ULL << (sig - 1));
+    if (ptrace(PTRACE_SETSIGMASK, tid_, reinterpret_cast<void*>(sizeof(uint64_t)), &mask) != 0) {
       return Errno("PTRACE_SETSIGMASK");
     }
     mask_changed_ = true;

@@ -6,10 +6,13 @@
 // How (x86-64):
 //  1. PTRACE_SEIZE the main thread and PTRACE_INTERRUPT it. Signals that arrive before the
 //     stop are delivered as usual. At the stop all registers (general, and the whole XSAVE
-//     area) and the signal mask are saved; the mask is then set to block every asynchronous
-//     signal, so nothing is delivered on the borrowed thread while it runs our calls
-//     (synchronous faults stay deliverable: a blocked SIGSEGV would reset the program's
-//     handler). Blocked signals stay pending and arrive after the restore.
+//     area) and the signal mask are saved; the mask then blocks every standard signal, so
+//     none is delivered on the borrowed thread while it runs our calls (synchronous faults
+//     stay deliverable: a blocked SIGSEGV would reset the program's handler). Blocked
+//     signals stay pending and arrive after the restore. Real-time signals keep the
+//     program's mask: the session started in direct mode picks its sampling signal among
+//     those the program does not block (a real-time signal of the program's own arriving
+//     meanwhile runs its handler on the borrowed thread, as it could at any moment).
 //  2. Functions of the target are called by setting the registers (System V ABI) to the
 //     function's address, its arguments and a stack below the red zone whose return address
 //     is 0: the return faults at address 0, which the tracer sees as a SIGSEGV stop, reads the
@@ -33,7 +36,7 @@
 //  5. The saved registers, XSAVE area and mask are restored and the thread detached. A
 //     system call that was interrupted by the stop is restarted by the kernel exactly as after
 //     a signal that had no handler (its -ERESTART* result and orig_rax are restored with the
-//     rest; the calls made meanwhile were never interrupted, since every signal was blocked,
+//     rest; the calls made meanwhile were not interrupted by a standard signal, all blocked,
 //     so the thread's restart block is intact).
 // The attaching thread blocks SIGINT, SIGTERM, SIGHUP and SIGQUIT while the target is stopped:
 // a tracer that died half-way would leave the target running our registers.

@@ -158,6 +158,8 @@ NB_MODULE(_core, m) {
   m.def("reset_after_fork", &peakline::engine::ResetAfterForkInChild);
   m.def("watch_signal", &WatchSignal, nb::arg("signo"),
         "Make sure the Python handler of this signal runs (engine/signal_watch.h).");
+  m.def("release_process", &peakline::engine::ReleaseProcess, nb::arg("wait_ms"),
+        "After stop: take out the process hooks and the signal handler ('' or why not).");
   m.def("attach_probe", &AttachProbe, nb::arg("pid"),
         "(error, python_object, version_hex) of a process to attach to (attach/ptrace_injector.h).");
   m.def("attach_inject", &AttachInject, nb::arg("pid"), nb::arg("code"), nb::arg("wait_ms"),

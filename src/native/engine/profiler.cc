@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 
@@ -246,6 +247,16 @@ std::string StopProfiler() {
 }
 
 bool ProfilerActive() { return g_session != nullptr; }
+
+std::string ReleaseProcess(int wait_ms) {
+  if (g_session != nullptr) return "a profiling session is running";
+  hooks::StopProcessHooks();
+  if (int err = ReleaseCpuSignalHandler(wait_ms); err != 0) {
+    return err == EBUSY ? "a sampling signal is still pending; its handler stays (inert)"
+                        : std::string("cannot restore the sampling signal: ") + std::strerror(err);
+  }
+  return "";
+}
 
 void ThreadStarted() {
   if (g_session != nullptr) g_session->ThreadStarted(CurrentTid());

@@ -86,8 +86,11 @@ def main(argv: list[str]) -> int:
     write_profile(profile, outfile)
     print(f"peakline: detached; profile written to {outfile}"
           + (" (the process exited while attached)"
-             if profile.extra.get("attached", {}).get("process_exited") else ""),
+             if profile.attached["process_exited"] else ""),
           file=sys.stderr)
+    if profile.attached.get("detach_problem"):
+        print(f"peakline: warning: process {opts.pid}: {profile.attached['detach_problem']}",
+              file=sys.stderr)
     warning = profile.sampling.warning
     if warning:
         print(f"peakline: warning: {warning}", file=sys.stderr)

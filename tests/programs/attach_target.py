@@ -1,0 +1,66 @@
+"""A process for `peakline attach` tests to attach to (tests/python/test_attach.py).
+
+    attach_target.py steady SECONDS EXIT_CODE   compute and allocate steadily, print progress
+    attach_target.py sleep SECONDS              print "sleeping", sleep SECONDS, print the time slept
+    attach_target.py input                      print "ready", read a line, print it back
+
+steady: every unit of work is a known loop (the hot line) and 1 MiB of bytearrays of which
+the last 8 MiB are kept (the allocation line); "progress N" is printed every 20 units, and
+at the end (after SECONDS, or at once on SIGTERM) "done N" and the exit status EXIT_CODE. The
+unit count per second is the throughput the tests compare.
+"""
+
+import signal
+import sys
+import time
+
+
+def burn(n):
+    total = 0
+    for i in range(n):
+        total += i * i % 7  # the hot line
+    return total
+
+
+def allocate():
+    return [bytearray(64 * 1024) for _ in range(16)]  # the allocation line
+
+
+def steady(seconds, exit_code):
+    kept = []
+    units = 0
+    end = [time.monotonic() + seconds]
+
+    def finish(signo, frame):
+        end[0] = 0.0
+
+    signal.signal(signal.SIGTERM, finish)
+    while time.monotonic() < end[0]:
+        burn(20_000)
+        kept.append(allocate())
+        if len(kept) > 8:
+            kept.pop(0)
+        units += 1
+        if units % 20 == 0:
+            print(f"progress {units} {time.monotonic():.3f}", flush=True)
+    print(f"done {units}", flush=True)
+    sys.exit(exit_code)
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "steady":
+        steady(float(sys.argv[2]), int(sys.argv[3]))
+    elif mode == "sleep":
+        print("sleeping", flush=True)
+        start = time.monotonic()
+        time.sleep(float(sys.argv[2]))  # the sleep line
+        print(f"slept {time.monotonic() - start:.3f}", flush=True)
+    elif mode == "input":
+        print("ready", flush=True)
+        line = input()
+        print(f"got {line}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
