@@ -311,3 +311,47 @@ def test_refuses_a_process_of_another_user_without_permission(target):
     message = os.read(read, 4096).decode()
     os.close(read)
     assert "not permitted" in message, message
+
+
+def _interpreters() -> list[str]:
+    import glob
+    found = {f"{sys.version_info[0]}.{sys.version_info[1]}": sys.executable}
+    for path in sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[1-3].*/bin/python3"))):
+        found.setdefault(path.split("/versions/")[1][:4], path)
+    return [found[v] for v in sorted(found)]
+
+
+@pytest.mark.parametrize("python", _interpreters())
+def test_the_injector_runs_code_in_every_supported_cpython_busy_or_asleep(python, tmp_path):
+    """The injector alone (the session needs this peakline's own CPython version): code gets
+    into a 3.11-3.13 target computing (queued pending call) and sleeping (run at once), and
+    the sleep still lasts its full length."""
+    from peakline import _core
+    program = ("import time\nprint('up', flush=True)\nt = time.monotonic()\n"
+               "while time.monotonic() - t < 1.0: sum(range(1000))\n"
+               "s = time.monotonic(); time.sleep(1.5)\n"
+               "print(f'slept {time.monotonic() - s:.3f}', flush=True)\n")
+    proc = subprocess.Popen([python, "-c", program], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "up"
+        placeholder = _core.attach_page_placeholder()
+        modes = []
+        for n, delay in enumerate((0.2, 1.2)):
+            time.sleep(delay)
+            marker = tmp_path / f"ran{n}"
+            inner = (f"import sys; open({str(marker)!r}, 'w').write("
+                     f"sys.version.split()[0] + ' ' + hex({placeholder}))")
+            error, mode, _ = _core.attach_inject(proc.pid, f"exec({inner!r}, {{}})", 2000)
+            assert error == ""
+            modes.append(mode)
+            deadline = time.monotonic() + 5
+            while not marker.exists():
+                assert time.monotonic() < deadline, f"injected code did not run ({mode})"
+                time.sleep(0.02)
+        assert modes == ["pending-call", "direct"]
+        slept = float(proc.stdout.readline().split()[1])
+        assert 1.45 < slept < 2.5
+        assert proc.wait(10) == 0
+    finally:
+        proc.kill()
+        proc.wait()
