@@ -102,8 +102,17 @@ def _run():
     _attach_agent.begin({socket_path!r}, @@PAGE@@, @@LENGTH@@, {options.to_json()!r})
 try:
     _run()
-except BaseException:
-    pass
+except BaseException as exc:  # say why to the attaching command, if it still listens
+    try:
+        import _socket, marshal
+        body = marshal.dumps({{"error": "cannot start: %s: %s" % (type(exc).__name__, exc)}})
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        s.settimeout(5.0)
+        s.connect({socket_path!r})
+        s.sendall(len(body).to_bytes(8, "big") + body)
+        s.close()
+    except BaseException:
+        pass
 """
     inner = inner.replace("@@PAGE@@", page_placeholder)
     code = f"exec({inner!r}, {{'__builtins__': __builtins__}})"

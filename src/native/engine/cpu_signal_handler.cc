@@ -281,7 +281,7 @@ bool PendingAnywhere(int signo) {
   const uint64_t bit = 1ULL << (signo - 1);
   while (dirent* e = readdir(dir)) {
     if (e->d_name[0] == '.') continue;
-    char path[64];
+    char path[320];
     std::snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
     FILE* f = std::fopen(path, "re");
     if (f == nullptr) continue;
