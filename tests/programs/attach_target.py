@@ -5,9 +5,11 @@
     attach_target.py input                      print "ready", read a line, print it back
 
 steady: every unit of work is a known loop (the hot line) and 1 MiB of bytearrays of which
-the last 8 MiB are kept (the allocation line); "progress N" is printed every 20 units, and
+the last 8 MiB are kept (the allocation line); "progress N MONOTONIC_S PROCESS_CPU_S" is
+printed every 20 units, and
 at the end (after SECONDS, or at once on SIGTERM) "done N" and the exit status EXIT_CODE. The
-unit count per second is the throughput the tests compare.
+unit count per second (wall, and of the process's CPU time, which a busy machine disturbs
+less) is the throughput the tests compare.
 """
 
 import signal
@@ -42,7 +44,7 @@ def steady(seconds, exit_code):
             kept.pop(0)
         units += 1
         if units % 20 == 0:
-            print(f"progress {units} {time.monotonic():.3f}", flush=True)
+            print(f"progress {units} {time.monotonic():.3f} {time.process_time():.3f}", flush=True)
     print(f"done {units}", flush=True)
     sys.exit(exit_code)
 

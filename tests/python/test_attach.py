@@ -60,9 +60,10 @@ class Target:
                     return int(line.split()[1]) * 1024
         raise AssertionError("no VmRSS")
 
-    def units_per_s(self, since: float, until: float) -> float:
-        """Throughput from the progress lines printed between two moments."""
-        points = [(float(line.split()[2]), int(line.split()[1])) for t, line in self.lines
+    def units_per_s(self, since: float, until: float, clock: int = 2) -> float:
+        """Throughput from the progress lines printed between two moments: per second of
+        wall time (clock 2) or of the process's CPU time (clock 3)."""
+        points = [(float(line.split()[clock]), int(line.split()[1])) for t, line in self.lines
                   if line.startswith("progress") and since <= t <= until]
         assert len(points) >= 3, f"too few progress lines: {points}"
         (t0, n0), (t1, n1) = points[0], points[-1]
@@ -167,6 +168,7 @@ def test_twenty_attach_detach_cycles_leave_output_exit_status_throughput_and_mem
     t.wait_for("progress")
     time.sleep(2.0)
     baseline = t.units_per_s(time.monotonic() - 2.0, time.monotonic())
+    baseline_cpu = t.units_per_s(time.monotonic() - 2.0, time.monotonic(), clock=3)
     rss_before = t.rss_bytes()
     rss_after_first = None
     cycles_started = time.monotonic()
@@ -184,11 +186,15 @@ def test_twenty_attach_detach_cycles_leave_output_exit_status_throughput_and_mem
     time.sleep(2.0)
     after = t.units_per_s(mark, time.monotonic())
     ratio = after / baseline
-    print(f"throughput after/before 20 cycles: {ratio:.3f}  rss +{(rss_after - rss_before) / 2**20:.2f}"
+    cpu_ratio = t.units_per_s(mark, time.monotonic(), clock=3) / baseline_cpu
+    print(f"throughput after/before 20 cycles: {ratio:.3f} (per CPU second: {cpu_ratio:.3f})  rss +{(rss_after - rss_before) / 2**20:.2f}"
           f" MiB (after the first: +{(rss_after_first - rss_before) / 2**20:.2f} MiB); "
           f"20 cycles took {cycles_s:.1f} s")
-    # The machine is shared: a loose bound; the measured ratio is printed (docs/long-running.md).
-    assert ratio > 0.6
+    # Per CPU second: what hooks left behind would slow; a busy machine barely moves it. Per
+    # wall second the machine's load shows (0.7-1.3 without any attach here), hence the loose
+    # bound; both ratios are printed (docs/long-running.md).
+    assert cpu_ratio > 0.85
+    assert ratio > 0.5
     # peakline's modules and core stay loaded (documented footprint <= 5 MiB); cycles add nothing.
     assert rss_after - rss_before < 5 * 2**20
     assert rss_after - rss_after_first < 2 * 2**20
