@@ -130,16 +130,17 @@ def test_attach_profiles_the_running_program_and_leaves_it_running_as_before(tar
     out = tmp_path / "p.json"
     html = tmp_path / "p.html"
     cli = subprocess.run([sys.executable, "-m", "peakline", "attach", str(pid), "--duration",
-                          "1.5", "--outfile", str(out), "--html", str(html), "--no-report"],
+                          "1.5", "--outfile", str(out), "--html", str(html)],
                          capture_output=True, text=True, timeout=60)
     assert cli.returncode == 0, cli.stderr
     assert "attached to process" in cli.stderr and "detached" in cli.stderr
+    assert "memory counts from the attach moment" in cli.stdout  # the terminal report says so
     detached_at = time.monotonic()
     doc = json.loads(out.read_text())
     assert doc["pid"] == pid
     assert doc["attached"]["memory_counts_from"] == "attach"
     assert doc["attached"]["detach_problem"] is None
-    assert html.read_text().startswith("<!DOCTYPE html>")
+    assert html.read_text().startswith("<!DOCTYPE html>") and '"attached"' in html.read_text()
     from peakline.model.profile_file import read_profile
     profile = read_profile(str(out))
     hot = _line(profile, _lineno("# the hot line"))
