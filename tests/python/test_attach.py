@@ -28,7 +28,8 @@ class Target:
 
     def __init__(self, *args: str, stdin=None) -> None:
         self.proc = subprocess.Popen([sys.executable, str(PROGRAM), *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, stdin=stdin, text=True)
+                                     stderr=subprocess.PIPE, stdin=stdin, text=True,
+                                     env={**os.environ, "ATTACH_TARGET_ANY_TRACER": "1"})
         self.lines: list[tuple[float, str]] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
