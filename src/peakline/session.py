@@ -295,6 +295,9 @@ class Session:
         self.phases: list[PhaseRecord] = []
         self._open_phases: list[PhaseRecord] = []
         self.forked_away = False   # this object was inherited through fork: its core is gone
+        # A sampling warning is printed to stderr at stop; off where stderr is not peakline's
+        # (an attached process: the warning travels in the data instead).
+        self.print_warnings = True
 
     @property
     def running(self) -> bool:
@@ -353,7 +356,7 @@ class Session:
         self._raw.setdefault("stats", {})["process_cpu_ns"] = process_cpu_ns
         warning = sampling_warning(self._raw, process_cpu_ns, self.options.sample_native_threads)
         self._raw["sampling_warning"] = warning
-        if warning is not None and sys.stderr is not None:
+        if warning is not None and self.print_warnings and sys.stderr is not None:
             try:
                 print(f"peakline: warning: {warning}", file=sys.stderr, flush=True)
             except (OSError, ValueError):  # stderr closed by the program

@@ -458,3 +458,37 @@ TEST_F(CpuSignalHandlerTest, CpuSamplingSignalIsARealtimeSignal) {
 
 }  // namespace
 }  // namespace peakline::engine
+
+namespace peakline::engine {
+namespace {
+
+// Detach (peakline attach): the program's recorded disposition goes back to the kernel, the
+// signal is no longer peakline's, and a later session can install the handler again.
+TEST_F(CpuSignalHandlerTest, ReleaseAppliesTheProgramsDispositionAndFreesTheSignal) {
+  const int signo = CpuSamplingSignal();
+  SetProgramAction(ProgramHandler, SA_SIGINFO | SA_RESTART);
+  ASSERT_EQ(ReleaseCpuSignalHandler(500), 0);
+  struct sigaction now;
+  ASSERT_EQ(sigaction(signo, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_sigaction, &ProgramHandler);
+  EXPECT_FALSE(IsCpuSamplingSignal(signo));
+  EXPECT_EQ(GetCpuSignalStatus().signo, -1);
+  // The program's handler now gets the signal straight from the kernel.
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  ASSERT_EQ(sigaction(signo, &dfl, nullptr), 0);
+  EXPECT_EQ(CpuSamplingSignal(), signo);  // free again: chosen afresh
+  ASSERT_EQ(InstallCpuSignalHandler(signo, FakeCapture), 0);
+  EXPECT_TRUE(GetCpuSignalStatus().handler_intact);
+}
+
+TEST_F(CpuSignalHandlerTest, ReleaseRefusesWhileSamplingIsOn) {
+  SetCpuSamplingEnabled(true);
+  EXPECT_EQ(ReleaseCpuSignalHandler(0), EBUSY);
+  SetCpuSamplingEnabled(false);
+  EXPECT_TRUE(IsCpuSamplingSignal(CpuSamplingSignal()));
+}
+
+}  // namespace
+}  // namespace peakline::engine

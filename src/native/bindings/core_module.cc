@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "attach/ptrace_injector.h"
 #include "engine/native_thread_ids.h"
 #include "engine/profiler.h"
 #include "engine/signal_watch.h"
@@ -125,6 +126,20 @@ nb::dict Collect() {
   return out;
 }
 
+nb::tuple AttachProbe(int pid) {
+  const peakline::attach::TargetInfo info = peakline::attach::ProbeTarget(pid);
+  return nb::make_tuple(info.error, info.python_object, info.version_hex);
+}
+
+nb::tuple AttachInject(int pid, const std::string& code, int wait_ms) {
+  peakline::attach::InjectResult r;
+  {
+    nb::gil_scoped_release no_gil;
+    r = peakline::attach::InjectPython(pid, code, wait_ms);
+  }
+  return nb::make_tuple(r.error, r.mode, r.page);
+}
+
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -147,5 +162,14 @@ NB_MODULE(_core, m) {
   m.def("reset_after_fork", &peakline::engine::ResetAfterForkInChild);
   m.def("watch_signal", &WatchSignal, nb::arg("signo"),
         "Make sure the Python handler of this signal runs (engine/signal_watch.h).");
+  m.def("release_process", &peakline::engine::ReleaseProcess, nb::arg("wait_ms"),
+        "After stop: take out the process hooks and the signal handler ('' or why not).");
+  m.def("attach_probe", &AttachProbe, nb::arg("pid"),
+        "(error, python_object, version_hex) of a process to attach to (attach/ptrace_injector.h).");
+  m.def("attach_inject", &AttachInject, nb::arg("pid"), nb::arg("code"), nb::arg("wait_ms"),
+        "Runs Python code in another CPython process: (error, mode, page) (attach/ptrace_injector.h).");
+  m.def("attach_release_page", &peakline::attach::ReleasePage, nb::arg("address"),
+        nb::arg("length"), "munmap of the page the attach code came in; 0 or errno.");
+  m.def("attach_page_placeholder", []() { return std::string(peakline::attach::kPagePlaceholder); });
   m.def("signal_handled", &peakline::engine::SignalHandled, nb::arg("signo"));
 }

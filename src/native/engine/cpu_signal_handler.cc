@@ -9,8 +9,13 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <fcntl.h>
+
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/thread_slot.h"
@@ -264,6 +269,55 @@ CpuSignalStatus GetCpuSignalStatus() {
                        cur.sa_sigaction == OnCpuTimer;
   }
   return s;
+}
+
+namespace {
+
+// Whether some thread of this process has signo pending (its own or the process's queue).
+bool PendingAnywhere(int signo) {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return false;
+  bool pending = false;
+  const uint64_t bit = 1ULL << (signo - 1);
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    char path[320];
+    std::snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+    FILE* f = std::fopen(path, "re");
+    if (f == nullptr) continue;
+    char line[256];
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      if (std::strncmp(line, "SigPnd:", 7) == 0 || std::strncmp(line, "ShdPnd:", 7) == 0) {
+        if (std::strtoull(line + 7, nullptr, 16) & bit) pending = true;
+      }
+    }
+    std::fclose(f);
+    if (pending) break;
+  }
+  closedir(dir);
+  return pending;
+}
+
+}  // namespace
+
+int ReleaseCpuSignalHandler(int wait_ms) {
+  const int signo = g_signo.load(std::memory_order_acquire);
+  if (signo <= 0) return 0;
+  if (g_enabled.load(std::memory_order_seq_cst)) return EBUSY;
+  for (int waited = 0; PendingAnywhere(signo); waited += 5) {
+    if (waited >= wait_ms) return EBUSY;
+    usleep(5000);
+  }
+  WaitForCpuHandlersIdle();
+  // From here the sigaction hooks pass this signal to libc; then the program's last wish is
+  // applied (a sigaction call racing with this may be overwritten by the recorded one).
+  g_signo.store(-1, std::memory_order_release);
+  struct sigaction program;
+  std::memcpy(&program, g_program.load(std::memory_order_acquire), sizeof(program));
+  if (sigaction(signo, &program, nullptr) != 0) return errno;
+  std::memset(&g_records[0], 0, sizeof(g_records[0]));  // SIG_DFL until the next install
+  g_program.store(&g_records[0], std::memory_order_release);
+  return 0;
 }
 
 void WaitForCpuHandlersIdle() {

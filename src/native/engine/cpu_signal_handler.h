@@ -45,6 +45,15 @@ using StackCapture = void (*)(uintptr_t pc, RawFrame* frames, int max_frames,
 // once; the handler stays installed so that a late, already queued signal is harmless.
 void SetCpuSamplingEnabled(bool enabled);
 
+// Gives the sampling signal back to the program (peakline attach, when it detaches): applies
+// the program's recorded disposition (ProgramSignalAction) to the kernel and forgets the
+// signal, so that sigaction calls for it go to libc again and the next session picks a
+// signal afresh. Only with sampling off and every timer deleted; a tick already queued for a
+// thread would meet the program's disposition (SIG_DFL ends the process), so it first waits,
+// up to wait_ms, until no thread of the process has the signal pending (/proc/self/task).
+// Returns 0; EBUSY (handler kept) if one still has; or an errno value. Not signal-safe.
+[[nodiscard]] int ReleaseCpuSignalHandler(int wait_ms);
+
 // Spins until no handler invocation is running (call after SetCpuSamplingEnabled(false)).
 void WaitForCpuHandlersIdle();
 

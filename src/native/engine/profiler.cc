@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <iterator>
 #include <memory>
@@ -266,6 +267,16 @@ std::string StopProfiler() {
 }
 
 bool ProfilerActive() { return g_session != nullptr; }
+
+std::string ReleaseProcess(int wait_ms) {
+  if (g_session != nullptr) return "a profiling session is running";
+  hooks::StopProcessHooks();
+  if (int err = ReleaseCpuSignalHandler(wait_ms); err != 0) {
+    return err == EBUSY ? "a sampling signal is still pending; its handler stays (inert)"
+                        : std::string("cannot restore the sampling signal: ") + std::strerror(err);
+  }
+  return "";
+}
 
 void ThreadStarted() {
   RememberNativeThreadId(static_cast<unsigned long>(pthread_self()), CurrentTid());

@@ -80,6 +80,12 @@ struct Snapshot {
 // Stops sampling and drains everything still queued. Returns "" or a reason.
 [[nodiscard]] std::string StopProfiler();
 bool ProfilerActive();
+// After StopProfiler, for a process peakline attached to: takes out what a session leaves
+// installed for the life of the process otherwise: the process hooks (sigaction family,
+// dlopen, dlsym) and the sampling signal's handler (the program's disposition of that signal
+// is applied again; cpu_signal_handler.h, ReleaseCpuSignalHandler). Returns "" or why not
+// (a session is running; a tick still pending after wait_ms: the handler is kept, harmless).
+[[nodiscard]] std::string ReleaseProcess(int wait_ms);
 // Called by a Python thread itself, GIL held (peakline wraps threading's thread bootstrap):
 // ThreadStarted first thing, so its CPU timer runs from its birth instead of from the next
 // tick; ThreadFinishing last thing, so the CPU it ran after its last sample (all of it, for a

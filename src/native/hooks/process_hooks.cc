@@ -193,6 +193,11 @@ bool ProcessHooksInstalled() {
   return patcher != nullptr && patcher->installed();
 }
 
+void StopProcessHooks() {
+  SymbolPatcher* patcher = g_patcher.load(std::memory_order_acquire);
+  if (patcher != nullptr && patcher->installed()) patcher->Uninstall();
+}
+
 bool StartProcessHooks(const void* self_addr, std::string* error) {
 #ifndef PEAKLINE_DLSYM_TRAMPOLINE
   if (error != nullptr) *error = "the dlsym hook is not implemented for this architecture";

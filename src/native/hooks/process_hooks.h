@@ -36,6 +36,10 @@ namespace peakline::hooks {
 // inside peakline's own extension, never patched. GIL held, never from a hook.
 [[nodiscard]] bool StartProcessHooks(const void* self_addr, std::string* error);
 bool ProcessHooksInstalled();
+// Takes the process hooks out of every GOT (peakline attach, when it detaches: the process is
+// left as it was). Pointers dlsym handed out meanwhile keep working: the hooks forward to the
+// real functions. StartProcessHooks installs them again. GIL held, never from a hook.
+void StopProcessHooks();
 
 // The hook to hand out for `real` (a function dlsym found), or `real` itself. For tests.
 void* DlsymReplacementFor(void* real);

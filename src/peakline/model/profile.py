@@ -677,6 +677,7 @@ class Profile(_Record):
     tree_peak_bytes: int | None = None
     tree_peak_time_s: float | None = None
     tree_timeline: list | None = None
+    attached: dict | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (
@@ -698,6 +699,7 @@ class Profile(_Record):
         _optional("peak_bytes_sum", _int), _optional("tree_peak_bytes", _int),
         _optional("tree_peak_time_s", _seconds), _optional("tree_timeline", _timeline),
         _Field("gpu", Gpu._from_json, lambda g: g.to_dict(), required=False),
+        _optional("attached", lambda value, where: _attached(value, where)),
     )
 
     @property
@@ -762,6 +764,20 @@ class Profile(_Record):
 
     def file_totals(self) -> dict[str, CategoryTimes]:
         return {filename: record.totals() for filename, record in self.files.items()}
+
+
+def _attached(value: Any, where: str) -> dict:
+    """The ``attached`` object of a profile made by ``peakline attach`` (docs/profile-format.md);
+    keys it does not know are kept."""
+    obj = dict(_object(value, where))
+    _str(obj.get("method"), f"{where}.method")
+    if obj.get("memory_counts_from") != "attach":
+        raise _Invalid(f"{where}.memory_counts_from",
+                       f"expected \"attach\", got {_show(obj.get('memory_counts_from'))}")
+    _bool(obj.get("process_exited"), f"{where}.process_exited")
+    if "detach_problem" in obj:
+        _nullable(_str)(obj["detach_problem"], f"{where}.detach_problem")
+    return obj
 
 
 def _check_header(obj: dict) -> None:

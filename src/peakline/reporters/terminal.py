@@ -234,6 +234,9 @@ class _View:
         exit_text = "exit code n/a" if p.exit_code is None else f"exit code {p.exit_code}"
         self.emit_parts([f"elapsed {duration(p.elapsed_s)}", exit_text,
                          f"started {p.started_at}"])
+        if p.attached is not None:  # peakline attach: a slice of a running process
+            self.emit_parts([f"attached to process {p.pid} while it ran",
+                             "memory counts from the attach moment"])
         t = p.totals
         cpu_s = t.cpu_s
 

@@ -54,6 +54,7 @@
     var facts = el("div", "facts");
     fact(facts, "elapsed", PL.fmtSeconds(P.elapsed_s) || "0 s");
     fact(facts, "exit code", P.exit_code === null ? "n/a" : String(P.exit_code));
+    if (P.attached) fact(facts, "attached", "to a running process; memory counts from the attach moment");
     var cpu = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s;
     fact(facts, "CPU", PL.fmtSeconds(cpu) || "0 s");
     fact(facts, "wait", PL.fmtSeconds(T.wait_s) || "0 s").title = "off CPU: sleep, I/O, locks, the GIL";

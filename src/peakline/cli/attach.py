@@ -1,0 +1,98 @@
+"""`peakline attach PID [--duration SECONDS] [--cpu-only] [--outfile P.json] [--html OUT] ...`:
+profile a running CPython process that peakline did not start, then leave it running as
+before (peakline.attach; docs/long-running.md, "Attach")."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from peakline.cli import options as _options
+from peakline.errors import UsageError
+
+DESCRIPTION = """\
+Attach to a running CPython process (3.11-3.13 through ptrace, 3.14+ through sys.remote_exec),
+profile it for --duration seconds or until Ctrl-C (or until it exits), detach and write the
+profile. The process keeps running as before. Memory figures count from the attach moment.
+Needs permission to trace the process (same user, or root / CAP_SYS_PTRACE)."""
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not (value > 0 and value < float("inf")):
+        raise ValueError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def _pid(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise ValueError(f"not a process id: {text!r}")
+    return int(text)
+
+
+def build_parser():
+    opts = [
+        _options.Option("--duration", dest="duration", convert=_seconds, metavar="SECONDS",
+                        help="profile this long, then detach (default: until Ctrl-C or the "
+                             "process exits)"),
+        _options.Option("--outfile", dest="outfile", metavar="PATH",
+                        help="where the JSON profile goes (default: peakline-attach-PID.json)"),
+        _options.Option("--cpu-only", dest="cpu_only", convert=None, const=True, default=False,
+                        help="CPU time only: no allocation or copy hooks"),
+        _options.Option("--cpu-sampling-rate", dest="cpu_sampling_rate", convert=float,
+                        metavar="SECONDS", default=0.01, help="CPU sampling interval"),
+        _options.Option("--profile-all", dest="profile_all", convert=None, const=True,
+                        default=False, help="report every file, libraries included"),
+        _options.Option("--no-gpu", dest="gpu", convert=None, const=False, default=None,
+                        help="no GPU profiling"),
+        _options.Option("--attach-timeout", dest="attach_timeout", convert=_seconds,
+                        metavar="SECONDS", default=10.0,
+                        help="how long the process's main thread may take to run peakline's "
+                             "start-up code (default 10)"),
+        _options.Option("--no-report", dest="no_report", convert=None, const=True, default=False,
+                        help="write the profile, skip the terminal table"),
+    ] + _options.output_options(_options.RUN)
+    parser = _options.build_parser(opts, prog="peakline attach", description=DESCRIPTION)
+    parser.add_argument("pid", type=_pid, help="the process to profile")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    try:
+        opts = build_parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    from peakline.attach import profile_for
+    from peakline.model.profile_file import write_profile
+    from peakline.reporters import check_output_path, check_outputs, render_outputs
+    from peakline.session import SessionOptions
+
+    if not 0.001 <= opts.cpu_sampling_rate <= 1.0:
+        raise UsageError("--cpu-sampling-rate must be between 0.001 and 1 second")
+    outfile = os.path.abspath(opts.outfile or f"peakline-attach-{opts.pid}.json")
+    check_output_path("--outfile", outfile)
+    check_outputs(opts)
+    options = SessionOptions(cpu_sampling_interval_s=opts.cpu_sampling_rate,
+                             profile_all=opts.profile_all, memory=not opts.cpu_only,
+                             gpu=opts.gpu)
+
+    def attached(attachment) -> None:
+        how = "until Ctrl-C" if opts.duration is None else f"for {opts.duration:g} s"
+        print(f"peakline: attached to process {opts.pid} ({attachment.mode}); profiling {how}",
+              file=sys.stderr, flush=True)
+
+    profile = profile_for(opts.pid, opts.duration, options, start_timeout_s=opts.attach_timeout,
+                          on_attached=attached)
+    write_profile(profile, outfile)
+    print(f"peakline: detached; profile written to {outfile}"
+          + (" (the process exited while attached)"
+             if profile.attached["process_exited"] else ""),
+          file=sys.stderr)
+    if profile.attached.get("detach_problem"):
+        print(f"peakline: warning: process {opts.pid}: {profile.attached['detach_problem']}",
+              file=sys.stderr)
+    warning = profile.sampling.warning
+    if warning:
+        print(f"peakline: warning: {warning}", file=sys.stderr)
+    render_outputs(profile, opts, text_stream=None if opts.no_report else sys.stdout)
+    return 0

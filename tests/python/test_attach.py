@@ -1,0 +1,365 @@
+"""`peakline attach PID`: profile a running process peakline did not start, then leave it as
+it was. Every test starts its own target (tests/programs/attach_target.py) and always reaps
+it; the attaching side is the real CLI or peakline.attach in this process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from peakline.attach import AttachError, Attachment, profile_for
+from peakline.session import SessionOptions
+
+PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "attach_target.py"
+pytestmark = pytest.mark.skipif(sys.platform != "linux" or os.uname().machine != "x86_64",
+                                reason="attach is implemented for x86-64 Linux")
+
+
+class Target:
+    """A target process whose stdout is read line by line on a thread; always reaped."""
+
+    def __init__(self, *args: str, stdin=None) -> None:
+        self.proc = subprocess.Popen([sys.executable, str(PROGRAM), *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, stdin=stdin, text=True,
+                                     env={**os.environ, "ATTACH_TARGET_ANY_TRACER": "1"})
+        self.lines: list[tuple[float, str]] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append((time.monotonic(), line.rstrip("\n")))
+
+    def wait_for(self, prefix: str, timeout_s: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for _, line in list(self.lines):
+                if line.startswith(prefix):
+                    return line
+            if self.proc.poll() is not None and not self._reader.is_alive():
+                break
+            time.sleep(0.02)
+        raise AssertionError(f"no line {prefix!r} from the target; got {self.lines[-5:]}")
+
+    def finish(self, timeout_s: float = 30.0) -> tuple[int, str]:
+        rc = self.proc.wait(timeout_s)
+        self._reader.join(5)
+        return rc, self.proc.stderr.read()
+
+    def rss_bytes(self) -> int:
+        with open(f"/proc/{self.proc.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        raise AssertionError("no VmRSS")
+
+    def units_per_s(self, since: float, until: float, clock: int = 2) -> float:
+        """Throughput from the progress lines printed between two moments: per second of
+        wall time (clock 2) or of the process's CPU time (clock 3)."""
+        points = [(float(line.split()[clock]), int(line.split()[1])) for t, line in self.lines
+                  if line.startswith("progress") and since <= t <= until]
+        assert len(points) >= 3, f"too few progress lines: {points}"
+        (t0, n0), (t1, n1) = points[0], points[-1]
+        return (n1 - n0) / (t1 - t0)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def target():
+    started = []
+
+    def start(*args: str, **kwargs) -> Target:
+        t = Target(*args, **kwargs)
+        started.append(t)
+        return t
+
+    yield start
+    for t in started:
+        t.kill()
+
+
+def _line(profile, lineno: int):
+    for filename, record in profile.files.items():
+        if filename.endswith("attach_target.py"):
+            for line in record.lines:
+                if line.lineno == lineno:
+                    return line
+    return None
+
+
+def _lineno(text: str) -> int:
+    for number, line in enumerate(PROGRAM.read_text().splitlines(), 1):
+        if text in line:
+            return number
+    raise AssertionError(text)
+
+
+def _status_line(pid: int, field: str) -> str:
+    with open(f"/proc/{pid}/status") as status:
+        return next(line for line in status if line.startswith(field)).split()[1]
+
+
+# glibc's own handlers for its internal signals 32 and 33 (SIGCANCEL, SIGSETXID): installed
+# when a process first creates a thread, as every threaded program has them; not peakline's.
+_GLIBC_INTERNAL = (1 << 31) | (1 << 32)
+
+
+def _signal_state(pid: int) -> dict:
+    return {"caught": int(_status_line(pid, "SigCgt"), 16) & ~_GLIBC_INTERNAL,
+            "blocked": int(_status_line(pid, "SigBlk"), 16),
+            "ignored": int(_status_line(pid, "SigIgn"), 16)}
+
+
+def test_attach_profiles_the_running_program_and_leaves_it_running_as_before(target, tmp_path):
+    t = target("steady", "6", "7")
+    t.wait_for("progress")
+    pid = t.proc.pid
+    before = {"threads": len(os.listdir(f"/proc/{pid}/task")),
+              "fds": sorted(os.listdir(f"/proc/{pid}/fd")), **_signal_state(pid)}
+    out = tmp_path / "p.json"
+    html = tmp_path / "p.html"
+    cli = subprocess.run([sys.executable, "-m", "peakline", "attach", str(pid), "--duration",
+                          "1.5", "--outfile", str(out), "--html", str(html)],
+                         capture_output=True, text=True, timeout=60)
+    assert cli.returncode == 0, cli.stderr
+    assert "attached to process" in cli.stderr and "detached" in cli.stderr
+    assert "memory counts from the attach moment" in cli.stdout  # the terminal report says so
+    detached_at = time.monotonic()
+    doc = json.loads(out.read_text())
+    assert doc["pid"] == pid
+    assert doc["attached"]["memory_counts_from"] == "attach"
+    assert doc["attached"]["detach_problem"] is None
+    assert html.read_text().startswith("<!DOCTYPE html>") and '"attached"' in html.read_text()
+    from peakline.model.profile_file import read_profile
+    profile = read_profile(str(out))
+    hot = _line(profile, _lineno("# the hot line"))
+    alloc = _line(profile, _lineno("# the allocation line"))
+    assert hot is not None and hot.cpu_s > 0.3 * profile.totals.cpu_s, profile.hottest_lines(3)
+    assert alloc is not None and alloc.alloc_bytes > 0
+    assert profile.peak_bytes is not None
+    # The process goes on: new progress after the detach, same threads, fds and signals.
+    deadline = time.monotonic() + 10
+    while not any(tm > detached_at and line.startswith("progress") for tm, line in t.lines):
+        assert time.monotonic() < deadline, "no progress after detaching"
+        time.sleep(0.05)
+    after = {"threads": len(os.listdir(f"/proc/{pid}/task")),
+             "fds": sorted(os.listdir(f"/proc/{pid}/fd")), **_signal_state(pid)}
+    assert after == before
+    rc, err = t.finish()
+    assert rc == 7
+    assert err == ""
+    numbers = [int(line.split()[1]) for _, line in t.lines if line.startswith("progress")]
+    assert numbers == list(range(20, 20 * len(numbers) + 1, 20))  # no line lost or garbled
+    assert t.lines[-1][1].startswith("done ")
+
+
+def test_twenty_attach_detach_cycles_leave_output_exit_status_throughput_and_memory(target):
+    t = target("steady", "120", "3")
+    t.wait_for("progress")
+    time.sleep(2.0)
+    baseline = t.units_per_s(time.monotonic() - 2.0, time.monotonic())
+    baseline_cpu = t.units_per_s(time.monotonic() - 2.0, time.monotonic(), clock=3)
+    rss_before = t.rss_bytes()
+    rss_after_first = None
+    cycles_started = time.monotonic()
+    for cycle in range(20):
+        attachment = Attachment.attach(t.proc.pid, SessionOptions())
+        time.sleep(0.15)
+        profile = attachment.detach()
+        assert profile.pid == t.proc.pid
+        if cycle == 0:
+            time.sleep(0.3)
+            rss_after_first = t.rss_bytes()
+    rss_after = t.rss_bytes()
+    cycles_s = time.monotonic() - cycles_started
+    mark = time.monotonic()
+    time.sleep(2.0)
+    after = t.units_per_s(mark, time.monotonic())
+    ratio = after / baseline
+    cpu_ratio = t.units_per_s(mark, time.monotonic(), clock=3) / baseline_cpu
+    print(f"throughput after/before 20 cycles: {ratio:.3f} (per CPU second: {cpu_ratio:.3f})  rss +{(rss_after - rss_before) / 2**20:.2f}"
+          f" MiB (after the first: +{(rss_after_first - rss_before) / 2**20:.2f} MiB); "
+          f"20 cycles took {cycles_s:.1f} s")
+    # Per CPU second: what hooks left behind would slow; a busy machine moves it less (0.91 to
+    # 1.16 measured here over 2 s windows). Per wall second the machine's load shows (0.7-1.3
+    # without any attach), hence the loose bound; both are printed (docs/long-running.md).
+    assert cpu_ratio > 0.8
+    assert ratio > 0.5
+    # peakline's modules and core stay loaded (documented footprint <= 5 MiB); cycles add nothing.
+    assert rss_after - rss_before < 5 * 2**20
+    assert rss_after - rss_after_first < 2 * 2**20
+    t.proc.terminate()  # the target's own SIGTERM handler ends its loop
+    rc, err = t.finish(60)
+    assert rc == 3 and err == ""
+    numbers = [int(line.split()[1]) for _, line in t.lines if line.startswith("progress")]
+    assert numbers == list(range(20, 20 * len(numbers) + 1, 20))
+
+
+def test_a_target_blocked_in_sleep_is_attached_at_once_and_its_sleep_keeps_its_length(target):
+    t = target("sleep", "4")
+    t.wait_for("sleeping")
+    time.sleep(0.3)
+    attachment = Attachment.attach(t.proc.pid, SessionOptions())
+    assert attachment.mode == "direct"  # not waiting for the sleep to end
+    time.sleep(0.8)
+    profile = attachment.detach()
+    sleep_line = _line(profile, _lineno("# the sleep line"))
+    assert sleep_line is not None and sleep_line.wait_s > 0.5
+    slept = float(t.wait_for("slept").split()[1])
+    assert 3.9 < slept < 5.0  # restarted with its remaining time: neither cut short nor doubled
+    rc, err = t.finish()
+    assert rc == 0 and err == ""
+
+
+def test_a_target_blocked_in_input_is_attached_and_still_reads_its_line(target):
+    t = target("input", stdin=subprocess.PIPE)
+    t.wait_for("ready")
+    time.sleep(0.3)
+    attachment = Attachment.attach(t.proc.pid, SessionOptions(memory=False))
+    assert attachment.mode == "direct"
+    time.sleep(0.3)
+    profile = attachment.detach()
+    assert profile.pid == t.proc.pid
+    assert "memory" not in profile.to_dict() or profile.peak_bytes is None
+    t.proc.stdin.write("hello\n")
+    t.proc.stdin.flush()
+    assert t.wait_for("got") == "got hello"
+    rc, err = t.finish()
+    assert rc == 0 and err == ""
+
+
+def test_the_profile_arrives_when_the_target_exits_while_attached(target):
+    t = target("steady", "1.5", "5")
+    t.wait_for("progress")
+    profile = profile_for(t.proc.pid, 30.0, SessionOptions())
+    assert profile.attached["process_exited"] is True
+    rc, _ = t.finish()
+    assert rc == 5
+
+
+def test_refuses_a_process_that_is_not_cpython():
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        with pytest.raises(AttachError, match="not a CPython process"):
+            Attachment.attach(sleeper.pid)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    cli = subprocess.run([sys.executable, "-m", "peakline", "attach", "999999999"],
+                         capture_output=True, text=True, timeout=60)
+    assert cli.returncode == AttachError.exit_code
+    assert cli.stderr.strip().splitlines() == ["peakline: error: no process 999999999"]
+
+
+def test_refuses_a_second_attachment_while_one_is_running(target):
+    t = target("steady", "20", "0")
+    t.wait_for("progress")
+    first = Attachment.attach(t.proc.pid)
+    try:
+        with pytest.raises(AttachError, match="already attached"):
+            Attachment.attach(t.proc.pid)
+    finally:
+        first.detach()
+    Attachment.attach(t.proc.pid).detach()  # free again once detached
+
+
+def test_refuses_another_cpython_version():
+    import glob
+    mine = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    others = [p for p in sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[1-9].*/bin/python3")))
+              + [shutil.which(f"python3.{m}") or "" for m in range(11, 15)]
+              if p and os.path.realpath(p) != os.path.realpath(sys.executable)
+              and f"/{mine}" not in os.path.realpath(p) and not p.endswith(f"python{mine}")]
+    if not others:
+        pytest.skip("no other CPython version on this machine")
+    other = subprocess.Popen([others[0], "-c", "import time; print('up', flush=True); "
+                              "time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline().strip() == "up"
+        with pytest.raises(AttachError, match=r"runs CPython 3\.\d+; this peakline runs on"):
+            Attachment.attach(other.pid)
+    finally:
+        other.kill()
+        other.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another user")
+def test_refuses_a_process_of_another_user_without_permission(target):
+    t = target("steady", "20", "0")
+    t.wait_for("progress")
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # as nobody: may neither read the target's maps nor trace it
+        try:
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            try:
+                Attachment.attach(t.proc.pid)
+                message = "attached"
+            except AttachError as exc:
+                message = str(exc)
+            os.write(write, message.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    message = os.read(read, 4096).decode()
+    os.close(read)
+    assert "not permitted" in message, message
+
+
+def _interpreters() -> list[str]:
+    import glob
+    found = {f"{sys.version_info[0]}.{sys.version_info[1]}": sys.executable}
+    for path in sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[1-3].*/bin/python3"))):
+        found.setdefault(path.split("/versions/")[1][:4], path)
+    return [found[v] for v in sorted(found)]
+
+
+@pytest.mark.parametrize("python", _interpreters())
+def test_the_injector_runs_code_in_every_supported_cpython_busy_or_asleep(python, tmp_path):
+    """The injector alone (the session needs this peakline's own CPython version): code gets
+    into a 3.11-3.13 target computing (queued pending call) and sleeping (run at once), and
+    the sleep still lasts its full length."""
+    from peakline import _core
+    program = ("import time\nprint('up', flush=True)\nt = time.monotonic()\n"
+               "while time.monotonic() - t < 1.0: sum(range(1000))\n"
+               "s = time.monotonic(); time.sleep(1.5)\n"
+               "print(f'slept {time.monotonic() - s:.3f}', flush=True)\n")
+    proc = subprocess.Popen([python, "-c", program], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "up"
+        placeholder = _core.attach_page_placeholder()
+        modes = []
+        for n, delay in enumerate((0.2, 1.2)):
+            time.sleep(delay)
+            marker = tmp_path / f"ran{n}"
+            inner = (f"import sys; open({str(marker)!r}, 'w').write("
+                     f"sys.version.split()[0] + ' ' + hex({placeholder}))")
+            error, mode, _ = _core.attach_inject(proc.pid, f"exec({inner!r}, {{}})", 2000)
+            assert error == ""
+            modes.append(mode)
+            deadline = time.monotonic() + 5
+            while not marker.exists():
+                assert time.monotonic() < deadline, f"injected code did not run ({mode})"
+                time.sleep(0.02)
+        assert modes == ["pending-call", "direct"]
+        slept = float(proc.stdout.readline().split()[1])
+        assert 1.45 < slept < 2.5
+        assert proc.wait(10) == 0
+    finally:
+        proc.kill()
+        proc.wait()
