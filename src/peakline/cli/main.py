@@ -16,6 +16,8 @@ commands:
   check    run a program (or read a profile) and judge it against memory/time budgets
   compare  show two or more profiles side by side: totals and the rows that changed most
   sweep    run a program at several sizes and fit how its memory and time grow
+  serve    run the validation server (history, verdicts, co-location planner, web UI)
+  push     upload a profile to a validation server and print its verdict
 
 `peakline COMMAND --help` describes each command.
 """
@@ -46,8 +48,14 @@ def main(argv: list[str] | None = None) -> int:
         if command == "sweep":
             from peakline.cli import sweep
             return sweep.main(rest)
-        raise_usage(f"unknown command {command!r} (expected 'run', 'view', 'check', 'compare' "
-                    "or 'sweep')")
+        if command == "serve":
+            from peakline.cli import serve
+            return serve.main(rest)
+        if command == "push":
+            from peakline.cli import push
+            return push.main(rest)
+        raise_usage(f"unknown command {command!r} (expected 'run', 'view', 'check', 'compare', "
+                    "'sweep', 'serve' or 'push')")
     except PeaklineError as exc:
         print(f"peakline: error: {exc}", file=sys.stderr)
         return exc.exit_code
