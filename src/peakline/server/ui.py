@@ -32,13 +32,12 @@ _env.filters["percent"] = lambda v: f"{100.0 * v:.1f}%"
 _env.filters["quote"] = lambda v: urllib.parse.quote(str(v), safe="")
 
 
-def page(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    return HTMLResponse(_env.get_template(name).render(**context), status_code=status_code)
+def page(template: str, http_status: int = 200, **context: Any) -> HTMLResponse:
+    return HTMLResponse(_env.get_template(template).render(**context), status_code=http_status)
 
 
 def error_page(request: Request, status_code: int, message: str) -> Response:
-    return page("error.html", status_code, title=f"Error {status_code}", message=message,
-                status_code=status_code)
+    return page("error.html", status_code, title=f"Error {status_code}", message=message)
 
 
 # ---- charts -------------------------------------------------------------------------------
