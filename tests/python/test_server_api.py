@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 from peakline.model.profile_file import read_profile
-from server_helpers import (MiB, Server, create_token, envelope, peakline, profile_dict, push,
+from server_helpers import (InProcessServer, MiB, Server, create_token, envelope, peakline, profile_dict, push,
                             request)
 
 pytest.importorskip("starlette", reason="needs the server extra: pip install 'peakline[server]'")
@@ -145,16 +145,26 @@ def test_writes_need_a_valid_token_and_only_its_hash_is_stored(server, token, da
         dump = "\n".join(db.iterdump())
     assert [name for name, _ in rows] == ["ci"] and len(rows[0][1]) == 64
     assert token not in dump
-    done = peakline("push", "--server", server.base, "--model", "m", "--version", "1",
-                    "/nonexistent.json", env={"PEAKLINE_TOKEN": "pl_wrong"})
-    assert done.returncode == 3  # the profile is read (and refused) before any upload
-    done = peakline("serve", "token", "create", "ci", "--data-dir", str(data_dir))
-    assert done.returncode == 2 and "exists already" in done.stderr and not done.stdout
+
+
+def test_a_token_name_is_used_once(tmp_path):
+    from peakline.errors import UsageError
+    from peakline.server import store
+    from peakline.server.database import open_engine, url_for
+
+    engine = open_engine(url_for(None, str(tmp_path)))
+    first = store.create_token(engine, "ci")
+    with pytest.raises(UsageError, match="a token named 'ci' exists already"):
+        store.create_token(engine, "ci")
+    assert store.token_valid(engine, first) and not store.token_valid(engine, first + "x")
+    engine.dispose()
 
 
 def test_reads_can_require_a_token(tmp_path):
-    token = create_token("reader", "--data-dir", str(tmp_path))
-    with Server("--data-dir", str(tmp_path), "--auth-reads") as s:
+    from peakline.server import store
+
+    with InProcessServer(f"sqlite:///{tmp_path}/p.db", auth_reads=True) as s:
+        token = store.create_token(s.engine, "reader")
         assert request(s.base + "/api/models")[0] == 401
         assert request(s.base + "/")[0] == 401
         status, body = request(s.base + "/api/models", token=token)
