@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from peakline.errors import UsageError
 from peakline.model.profile import Profile
 from peakline.server import schema as t
-from peakline.server.database import writer
+from peakline.server.database import write_transaction
 from peakline.server.judging import Baseline, convert_budgets, judge_run
 from peakline.server.summary import summarize
 
@@ -48,7 +48,7 @@ def create_token(engine: sa.Engine, name: str) -> str:
         raise UsageError("a token name must be 1 to 200 characters")
     token = "pl_" + secrets.token_urlsafe(32)
     try:
-        with writer(engine).begin() as conn:
+        with write_transaction(engine) as conn:
             conn.execute(t.tokens.insert().values(name=name, token_sha256=_sha256(token),
                                                   created_at=_now()))
     except sa.exc.IntegrityError:
@@ -94,7 +94,7 @@ def set_budgets(engine: sa.Engine, model: str, values: Mapping[str, Any]) -> dic
                    ("true" if value is True else "false" if value is False else str(value)))
             for name, value in values.items()}
     convert_budgets({k: v for k, v in text.items() if v is not None}, model=model)
-    with writer(engine).begin() as conn:
+    with write_transaction(engine) as conn:
         model_id = _ensure_model(conn, model)
         for name, value in text.items():
             conn.execute(t.budgets.delete().where(t.budgets.c.model_id == model_id,
@@ -158,7 +158,7 @@ def add_run(engine: sa.Engine, *, upload_id: str, model: str, version: str,
     blob = pack_profile(profile, sources)
     meta = dict(metadata)
     try:
-        with writer(engine).begin() as conn:
+        with write_transaction(engine) as conn:
             model_id = _ensure_model(conn, model)
             run_id = conn.execute(t.runs.insert().values(
                 upload_id=upload_id, model_id=model_id, version=version, created_at=_now(),
