@@ -129,7 +129,9 @@ def measure_reads(server_args: list[str], models: int) -> dict:
     plan_models = ",".join(names[:10])
     endpoints = {
         "history (200 newest runs)": lambda i: f"/api/models/{names[i % models]}",
-        "verdict of a version": lambda i: f"/api/models/{names[i % models]}/verdict?version={i}",
+        # versions 0 .. RUNS_SMALL/models - 1 exist at both stages
+        "verdict of a version": lambda i: (f"/api/models/{names[i % models]}/verdict?version="
+                                           f"{(7 * i) % (RUNS_SMALL // models)}"),
         "planner, 10 models": lambda i: f"/api/plan?memory=64GiB&models={plan_models}",
         "models page (UI)": lambda i: "/",
     }
