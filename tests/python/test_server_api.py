@@ -249,3 +249,16 @@ def test_the_planner_endpoint_adds_the_latest_passing_versions(server, token):
     status, body = request(server.base + "/api/plan?memory=much&models=plan-a")
     assert status == 400 and "much" in body["error"]
     assert request(server.base + "/api/plan?models=plan-a")[0] == 400
+
+
+def test_the_migrations_build_exactly_the_schema(tmp_path):
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from peakline.server.database import open_engine
+    from peakline.server.schema import metadata
+
+    engine = open_engine(f"sqlite:///{tmp_path}/m.db")
+    with engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), metadata) == []
+    engine.dispose()
