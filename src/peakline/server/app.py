@@ -40,6 +40,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 VERSION_PATTERN = re.compile(r"[A-Za-z0-9._+:~-]{1,200}")
 UPLOAD_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{8,64}")
 MAX_SOURCE_FILES = 2000
+MAX_PLAN_MODELS = 200
 
 
 @dataclass
@@ -285,8 +286,8 @@ def plan_request(request: Request) -> dict[str, Any]:
     names = [n.strip() for given in q.getlist("models") for n in given.split(",") if n.strip()]
     if not names:
         raise ApiError(400, "plan: give models=a,b,c")
-    if len(names) > 500 or len(set(names)) != len(names):
-        raise ApiError(400, "plan: at most 500 models, each named once")
+    if len(names) > MAX_PLAN_MODELS or len(set(names)) != len(names):
+        raise ApiError(400, f"plan: at most {MAX_PLAN_MODELS} models, each named once")
     for n in names:
         check_name(n)
     return {"memory": memory, "gpu": gpu, "names": names,

@@ -97,22 +97,24 @@ def plan(footprints: list[Footprint], memory_bytes: int, *, gpu_memory_bytes: in
     grids = [f.on_grid(step_s) for f in footprints]
     rng = np.random.default_rng(seed)
     t = np.arange(GRID_STEPS if step_s > 0 else 1)
+    # one (trials x steps) total; each model's part is added and dropped, so memory does not
+    # grow with the number of models
     total = np.zeros((trials, len(t)))
-    parts = []
+    offsets = []
     for grid in grids:
-        offsets = rng.integers(0, len(grid), size=trials)
-        part = grid[(t[None, :] + offsets[:, None]) % len(grid)]
-        total += part
-        parts.append(part)
+        offset = rng.integers(0, len(grid), size=trials)
+        total += grid[(t[None, :] + offset[:, None]) % len(grid)]
+        offsets.append(offset)
     at = np.argmax(total, axis=1)
     combined = total[np.arange(trials), at]
+    del total
     exceed = combined > memory_bytes
     worst_trials = np.nonzero(exceed)[0]
     if len(worst_trials) == 0:
         cut = np.quantile(combined, 1.0 - WORST_SHARE)
         worst_trials = np.nonzero(combined >= cut)[0]
-    at_peak = np.stack([part[np.arange(trials), at] >= COLLIDE_SHARE * max(1, f.peak_bytes)
-                        for part, f in zip(parts, footprints)])  # (models, trials)
+    at_peak = np.stack([grid[(at + offset) % len(grid)] >= COLLIDE_SHARE * max(1, f.peak_bytes)
+                        for grid, offset, f in zip(grids, offsets, footprints)])  # models x trials
     collisions = []
     for i, j in itertools.combinations(range(len(footprints)), 2):
         both = at_peak[i, worst_trials] & at_peak[j, worst_trials]
