@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 GRID_STEPS = 512
 DEFAULT_TRIALS = 2000
@@ -103,7 +104,9 @@ def plan(footprints: list[Footprint], memory_bytes: int, *, gpu_memory_bytes: in
     offsets = []
     for grid in grids:
         offset = rng.integers(0, len(grid), size=trials)
-        total += grid[(t[None, :] + offset[:, None]) % len(grid)]
+        # row k of the windows is the cycle read from step k on (np.resize repeats it)
+        windows = sliding_window_view(np.resize(grid, len(grid) + len(t) - 1), len(t))
+        total += windows[offset]
         offsets.append(offset)
     at = np.argmax(total, axis=1)
     combined = total[np.arange(trials), at]

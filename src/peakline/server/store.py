@@ -240,19 +240,23 @@ def model_exists(engine: sa.Engine, model: str) -> bool:
 
 
 def overview(engine: sa.Engine) -> list[dict[str, Any]]:
-    """Every model with its newest run and the heap peaks of its last SPARKLINE_RUNS runs."""
+    """Every model with its newest run and the heap peaks of its last SPARKLINE_RUNS runs
+    (one indexed query each: their cost does not grow with the history)."""
     out = []
     with engine.connect() as conn:
         models = conn.execute(sa.select(t.models.c.id, t.models.c.name)
                               .order_by(t.models.c.name)).all()
         for model_id, name in models:
-            rows = conn.execute(_run_query().where(t.runs.c.model_id == model_id)
-                                .order_by(t.runs.c.id.desc()).limit(SPARKLINE_RUNS)).all()
-            runs = [run_dict(row) for row in reversed(rows)]
+            peaks = conn.execute(sa.select(t.runs.c.peak_bytes)
+                                 .where(t.runs.c.model_id == model_id)
+                                 .order_by(t.runs.c.id.desc()).limit(SPARKLINE_RUNS)).scalars()
+            latest = conn.execute(_run_query().where(t.runs.c.model_id == model_id)
+                                  .order_by(t.runs.c.id.desc()).limit(1)).first()
             count = conn.execute(sa.select(sa.func.count()).select_from(t.runs)
                                  .where(t.runs.c.model_id == model_id)).scalar()
-            out.append({"name": name, "runs": count, "latest": runs[-1] if runs else None,
-                        "peaks": [r["peak_bytes"] for r in runs]})
+            out.append({"name": name, "runs": count,
+                        "latest": run_dict(latest) if latest else None,
+                        "peaks": list(reversed(list(peaks)))})
     return out
 
 
