@@ -32,8 +32,17 @@ _env.filters["percent"] = lambda v: f"{100.0 * v:.1f}%"
 _env.filters["quote"] = lambda v: urllib.parse.quote(str(v), safe="")
 
 
+# The pages run no script and load nothing; the report page runs only its own inline script.
+# Either way a pushed profile's text can neither run code nor make the browser fetch anything.
+PAGE_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+               "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+REPORT_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                 "img-src data: blob:; font-src data:; base-uri 'none'; frame-ancestors 'none'")
+
+
 def page(template: str, http_status: int = 200, **context: Any) -> HTMLResponse:
-    return HTMLResponse(_env.get_template(template).render(**context), status_code=http_status)
+    return HTMLResponse(_env.get_template(template).render(**context), status_code=http_status,
+                        headers={"Content-Security-Policy": PAGE_POLICY})
 
 
 def error_page(request: Request, status_code: int, message: str) -> Response:
@@ -206,7 +215,8 @@ async def run_report(request: Request) -> Response:
     stored = await run_in_threadpool(store.run_profile, _engine(request), run_id)
     if stored is None:
         raise api.ApiError(404, f"no run {run_id}")
-    return HTMLResponse(await run_in_threadpool(_report_html, *stored))
+    return HTMLResponse(await run_in_threadpool(_report_html, *stored),
+                        headers={"Content-Security-Policy": REPORT_POLICY})
 
 
 def _report_html(profile, sources) -> str:
