@@ -100,6 +100,9 @@ def fill(url: str, start: int, stop: int, models: int) -> None:
         with writer(engine).begin() as conn:
             conn.execute(t.runs.insert(), runs)
             conn.execute(t.profiles.insert(), profiles)
+    with writer(engine).begin() as conn:  # what store.add_run keeps for each push
+        conn.execute(sa.text("UPDATE models SET run_count = "
+                             "(SELECT count(*) FROM runs WHERE runs.model_id = models.id)"))
     if engine.dialect.name == "postgresql":  # ids were given explicitly: move the sequence on
         with writer(engine).begin() as conn:
             conn.execute(sa.text("SELECT setval('runs_id_seq', (SELECT max(id) FROM runs))"))

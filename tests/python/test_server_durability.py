@@ -104,6 +104,8 @@ def fifty_clients(base: str, token: str, model: str) -> list[float]:
     stored = [run["upload_id"] for run in history["runs"]]
     assert sorted(stored) == sorted(u for ids in sent for u in ids)  # none lost, none twice
     assert len({run["id"] for run in history["runs"]}) == len(stored)
+    models = {m["name"]: m for m in request(f"{base}/api/models")[1]["models"]}
+    assert models[model]["runs"] == len(stored)  # the counter kept under concurrent pushes
     return [seconds for _, _, seconds in results]
 
 

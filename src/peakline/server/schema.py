@@ -15,6 +15,8 @@ models = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True),
     sa.Column("name", sa.String(200), nullable=False, unique=True),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    # kept by store.add_run in the run's transaction (migration 0002)
+    sa.Column("run_count", sa.Integer, nullable=False, server_default="0"),
 )
 
 runs = sa.Table(

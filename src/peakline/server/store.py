@@ -170,6 +170,8 @@ def add_run(engine: sa.Engine, *, upload_id: str, model: str, version: str,
                 metadata_json=json.dumps(meta, allow_nan=False),
                 **summary.columns()).returning(t.runs.c.id)).scalar_one()
             conn.execute(t.profiles.insert().values(run_id=run_id, data=blob))
+            conn.execute(t.models.update().where(t.models.c.id == model_id)
+                         .values(run_count=t.models.c.run_count + 1))
     except sa.exc.IntegrityError:
         existing = run_by_upload(engine, upload_id)
         if existing is None:
@@ -244,16 +246,14 @@ def overview(engine: sa.Engine) -> list[dict[str, Any]]:
     (one indexed query each: their cost does not grow with the history)."""
     out = []
     with engine.connect() as conn:
-        models = conn.execute(sa.select(t.models.c.id, t.models.c.name)
+        models = conn.execute(sa.select(t.models.c.id, t.models.c.name, t.models.c.run_count)
                               .order_by(t.models.c.name)).all()
-        for model_id, name in models:
+        for model_id, name, count in models:
             peaks = conn.execute(sa.select(t.runs.c.peak_bytes)
                                  .where(t.runs.c.model_id == model_id)
                                  .order_by(t.runs.c.id.desc()).limit(SPARKLINE_RUNS)).scalars()
             latest = conn.execute(_run_query().where(t.runs.c.model_id == model_id)
                                   .order_by(t.runs.c.id.desc()).limit(1)).first()
-            count = conn.execute(sa.select(sa.func.count()).select_from(t.runs)
-                                 .where(t.runs.c.model_id == model_id)).scalar()
             out.append({"name": name, "runs": count,
                         "latest": run_dict(latest) if latest else None,
                         "peaks": list(reversed(list(peaks)))})
