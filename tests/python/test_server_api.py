@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 from peakline.model.profile_file import read_profile
@@ -262,3 +263,36 @@ def test_the_migrations_build_exactly_the_schema(tmp_path):
     with engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), metadata) == []
     engine.dispose()
+
+
+def test_an_old_database_is_upgraded_in_place(tmp_path):
+    """A database made by revision 0001 (no run counter) gets its counts from its runs."""
+    import datetime
+
+    import sqlalchemy as sa
+    from alembic import command
+    from alembic.config import Config
+
+    from peakline.server import database, store
+
+    url = f"sqlite:///{tmp_path}/old.db"
+    engine = sa.create_engine(url)
+    config = Config()
+    config.set_main_option("script_location",
+                           str(Path(database.__file__).parent / "migrations"))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0001")
+        now = datetime.datetime.now(datetime.timezone.utc)
+        conn.execute(sa.text("INSERT INTO models (id, name, created_at) VALUES (1, 'old', :t)"),
+                     {"t": now})
+        for i in (1, 2):
+            conn.execute(sa.text(
+                "INSERT INTO runs (id, upload_id, model_id, version, created_at, program, "
+                "started_at, cpu_s, wall_s, verdict, verdict_json, timeline_json, metadata_json)"
+                " VALUES (:i, :u, 1, '1', :t, 'p.py', 'x', 0, 0, 'pass', '{}', '{}', '{}')"),
+                {"i": i, "u": f"upload-{i:04d}", "t": now})
+    engine.dispose()
+    upgraded = database.open_engine(url)
+    assert [(m["name"], m["runs"]) for m in store.overview(upgraded)] == [("old", 2)]
+    upgraded.dispose()
