@@ -24,6 +24,8 @@ if ! [ -f /usr/include/gtest/gtest.h ]; then missing+=(libgtest-dev); fi
 # The HTML report is tested in a real browser: Debian's chromium driven by Playwright from PyPI
 # (never `playwright install`, which downloads a browser build).
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# The validation server is tested against a real PostgreSQL (a private cluster per test run).
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing system packages: ${missing[*]}"
   SUDO=""

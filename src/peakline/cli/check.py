@@ -40,6 +40,7 @@ USAGE = ("peakline check [run options] [budgets] (script.py | DIR | -m module) [
 
 _GROUP = "budgets"
 _OUT_GROUP = "verdict outputs"
+_PUSH_GROUP = "validation server"
 
 # Budget values are kept as text here and converted by peakline.gates.budgets (one line of
 # error for a bad value, and the same conversion as pyproject.toml and the pytest plugin).
@@ -59,6 +60,15 @@ CHECK_OPTIONS = [
            help="write the verdict as JUnit XML (one test case per budget)"),
     Option("--summary", dest="summary", metavar="OUT.md", group=_OUT_GROUP,
            help="write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)"),
+    Option("--push", dest="push", metavar="URL", group=_PUSH_GROUP,
+           help="upload the profile to this validation server (peakline serve) and print "
+                "its verdict too; needs --model and --version"),
+    Option("--model", dest="push_model", metavar="NAME", group=_PUSH_GROUP,
+           help="the model's name on the --push server"),
+    Option("--version", dest="push_version", metavar="V", group=_PUSH_GROUP,
+           help="the model's version on the --push server"),
+    Option("--token", dest="push_token", metavar="TOKEN", group=_PUSH_GROUP,
+           help="write token for --push (default: $PEAKLINE_TOKEN)"),
 ]
 # `peakline run`'s options, less its --json (the profile JSON; here --json is the verdict).
 RUN_OPTIONS = [o for o in _run.OPTIONS if o.dest != "json"]
@@ -124,6 +134,7 @@ def main(argv: list[str]) -> int:
     if target is None and opts.module:
         target = Target(module=opts.module)
     _check_writable(opts)
+    _check_push(opts)
     cli = command_line_budgets(opts)
 
     from peakline.model.profile_file import read_profile
@@ -228,6 +239,31 @@ def _wait(command: list[str]) -> int:
     return 128 - status if status < 0 else status
 
 
+def _check_push(opts: _options.Values) -> None:
+    given = [flag for flag, dest in (("--model", "push_model"), ("--version", "push_version"),
+                                     ("--token", "push_token")) if getattr(opts, dest, None)]
+    if opts.push is None:
+        if given:
+            raise UsageError(f"{given[0]} is for --push URL")
+        return
+    if not opts.push_model or not opts.push_version:
+        raise UsageError("--push needs --model NAME and --version V")
+    from peakline.cli.push import token_from
+    token_from(opts.push_token)  # no token: say so before the program runs
+
+
+def _push(profiles, opts: _options.Values) -> bool:
+    """Uploads the run's profile (the worst of --repeat's runs by heap peak); True when the
+    server's verdict is pass."""
+    from peakline.cli.push import push, render_answer
+
+    profile = max(profiles, key=lambda p: p.peak_bytes or 0)
+    answer = push(profile, server=opts.push, model=opts.push_model,
+                  version=opts.push_version, token=opts.push_token)
+    sys.stderr.write("server: " + render_answer(answer, opts.push))
+    return answer["verdict"] == "pass"
+
+
 def _judge_and_report(profiles, budgets: dict, baseline, opts, *, exit_code: int) -> int:
     from peakline.gates import writers
     from peakline.gates.verdict import judge, render_text
@@ -241,6 +277,7 @@ def _judge_and_report(profiles, budgets: dict, baseline, opts, *, exit_code: int
                                (opts.summary, writers.render_markdown, "Markdown summary")):
         if path:
             write_output(path, what, lambda stream: render(verdict, stream), notes=None)
+    server_ok = _push(profiles, opts) if opts.push else True
     if exit_code:
         return exit_code
-    return 0 if verdict.ok else _budgets.EXIT_OVER_BUDGET
+    return 0 if verdict.ok and server_ok else _budgets.EXIT_OVER_BUDGET

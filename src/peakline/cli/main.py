@@ -1,7 +1,8 @@
-"""`peakline` command line: one module per command (run, view, sweep); this file only dispatches."""
+"""`peakline` command line: one module per command (COMMANDS); this file only dispatches."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 from peakline import __version__
@@ -17,9 +18,25 @@ commands:
   compare  show two or more profiles side by side: totals and the rows that changed most
   sweep    run a program at several sizes and fit how its memory and time grow
   attach   profile a running Python process for a while, then leave it running as before
+  serve    run the validation server (history, verdicts, co-location planner, web UI)
+  push     upload a profile to a validation server and print its verdict
 
 `peakline COMMAND --help` describes each command.
 """
+
+
+# Each command's module under peakline.cli, imported only when the command is used (start-up
+# of `peakline run` must not pay for the server's or the sweep's imports).
+COMMANDS = {
+    "run": "run",
+    "view": "view",
+    "check": "check",
+    "compare": "compare",
+    "sweep": "sweep",
+    "attach": "attach",
+    "serve": "serve",
+    "push": "push",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,30 +49,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command, rest = args[0], args[1:]
     try:
-        if command == "run":
-            from peakline.cli import run
-            return run.main(rest)
-        if command == "view":
-            from peakline.cli import view
-            return view.main(rest)
-        if command == "check":
-            from peakline.cli import check
-            return check.main(rest)
-        if command == "compare":
-            from peakline.cli import compare
-            return compare.main(rest)
-        if command == "sweep":
-            from peakline.cli import sweep
-            return sweep.main(rest)
-        if command == "attach":
-            from peakline.cli import attach
-            return attach.main(rest)
-        raise_usage(f"unknown command {command!r} (expected 'run', 'view', 'check', 'compare', "
-                    "'sweep' or 'attach')")
+        module = COMMANDS.get(command)
+        if module is None:
+            names = ", ".join(repr(name) for name in COMMANDS)
+            raise_usage(f"unknown command {command!r} (expected one of {names})")
+        return importlib.import_module(f"peakline.cli.{module}").main(rest)
     except PeaklineError as exc:
         print(f"peakline: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    return 0
 
 
 def raise_usage(message: str) -> None:

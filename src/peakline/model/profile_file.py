@@ -30,13 +30,18 @@ def loads_profile(text: str | bytes, *, source: str = "<profile>") -> Profile:
                                             f"{error.start})") from None
     if not text.strip():
         raise _format_error(source, "", "empty file, not a profile")
+    return Profile.from_dict(strict_json(text, source=source), source=source)
+
+
+def strict_json(text: str, *, source: str) -> object:
+    """JSON as the profile reader accepts it (finite numbers only, bounded nesting); any
+    problem is a one-line ProfileFormatError. Also reads envelopes that carry a profile."""
     try:
-        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except RecursionError:
         raise _format_error(source, "", "not valid JSON (nested too deeply)") from None
     except ValueError as error:  # JSONDecodeError, and int() digit limits
         raise _format_error(source, "", f"not valid JSON (truncated or corrupt): {error}") from None
-    return Profile.from_dict(data, source=source)
 
 
 def _reject_constant(name: str) -> float:
