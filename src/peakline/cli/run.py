@@ -128,6 +128,7 @@ def default_outfile(target: Target) -> str:
 
 def main(argv: list[str]) -> int:
     ours, target = split_command_line(argv)
+    check_output_names(ours)
     try:
         opts = parse_options(ours)
     except SystemExit as exc:  # argparse already printed usage / help
@@ -157,6 +158,29 @@ def main(argv: list[str]) -> int:
         gpu=opts.gpu,
     )
     return _profile_and_run(target, options, outfile, opts)
+
+
+def check_output_names(tokens: list[str]) -> None:
+    """UsageError when an output option took a Python script as its file name:
+    `peakline run --html script.py` (Scalene's --html takes no value) would write the report
+    over the script, or run nothing."""
+    for i, token in enumerate(tokens):
+        flag, attached, value = token.partition("=")
+        if flag not in ("--html", "--json", "--speedscope", "-o", "--outfile"):
+            continue
+        if not attached:
+            value = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if value.endswith((".py", ".pyw")):
+            stem = os.path.splitext(os.path.basename(value))[0] or "report"
+            suffix = ".html" if flag == "--html" else ".json"
+            raise UsageError(
+                f"{flag} takes the output file name and got the script {value!r}; give the "
+                f"output a name: `peakline run {flag} {stem}{suffix} {value}`")
+
+
+def profile_only_unmatched(profile_only: tuple[str, ...], files) -> list[str]:
+    """The --profile-only substrings that no reported file's path contains."""
+    return [part for part in profile_only if not any(part in name for name in files)]
 
 
 def check_script(target: Target) -> None:
@@ -245,6 +269,10 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
                        text_stream=None if opts.no_report or stream is None else _Quiet(stream),
                        notes=_Quiet(stream), strict=False)
         say(f"peakline: profile written to {outfile}")
+        for part in profile_only_unmatched(options.profile_only, profile.files):
+            say(f"peakline: --profile-only {part!r} matched no file that ran (no reported "
+                f"path contains it); check the spelling, or leave it out to report every "
+                f"file of the program")
 
     def on_sigterm(signum, frame):  # noqa: ARG001
         # Unprofiled, SIGTERM kills the process at once (no cleanup runs); we write what was

@@ -45,8 +45,10 @@ def report_filter(opts: Values, profile: Profile) -> ReportFilter:
 
     cpu = getattr(opts, "cpu_percent_threshold", None)
     malloc = getattr(opts, "malloc_threshold", None)
-    reduced = bool(getattr(opts, "reduced_profile", False)) or cpu is not None or \
-        malloc is not None
+    # Active lines by default (a table of docstrings is noise); --all-lines for every line.
+    # --reduced-profile or a threshold given explicitly still wins over --all-lines.
+    reduced = not getattr(opts, "all_lines", False) or \
+        bool(getattr(opts, "reduced_profile", False)) or cpu is not None or malloc is not None
     return ReportFilter(reduced=reduced,
                         cpu_percent_threshold=DEFAULT_CPU_PERCENT_THRESHOLD if cpu is None else cpu,
                         malloc_threshold_bytes=(DEFAULT_MALLOC_THRESHOLD_BYTES if malloc is None
