@@ -53,7 +53,7 @@ def report_filter(opts: Values, profile: Profile) -> ReportFilter:
                         cpu_percent_threshold=DEFAULT_CPU_PERCENT_THRESHOLD if cpu is None else cpu,
                         malloc_threshold_bytes=(DEFAULT_MALLOC_THRESHOLD_BYTES if malloc is None
                                                 else malloc),
-                        sampled_s=profile.sampled_s)
+                        sampled_s=profile.user_sampled_s)
 
 
 def wants_files(opts: Values) -> bool:

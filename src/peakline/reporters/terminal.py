@@ -80,6 +80,14 @@ def render(profile: Profile, stream: TextIO, *, width: int | None = None,
     view.files()
 
 
+def render_header(profile: Profile, stream: TextIO, *, width: int = DEFAULT_WIDTH) -> None:
+    """Only the report's header (title, time, threads, memory), without colour: the static
+    HTML summary (reporters/static_html.py) opens with it."""
+    rules = ReportFilter(True, sampled_s=profile.user_sampled_s)
+    _View(profile, stream, max(MIN_WIDTH, width), False, _text.glyphs_for(stream),
+          rules).header()
+
+
 def _phases_and_processes(view: _View) -> None:
     """Named phases (peakline.phase) and the processes merged into this profile."""
     p = view.profile
@@ -302,8 +310,11 @@ class _View:
     def threads_line(self) -> None:
         """The user's threads, then (apart) the background threads with their waiting."""
         every = self.profile.threads
-        users = sorted((t for t in every if t.tid not in self.background),
+        mains = self.profile.main_thread_ids()
+        users = sorted((t for t in every if t.tid not in self.background
+                        and (t.cpu_s > 0 or t.wait_s > 0 or t.tid in mains)),
                        key=lambda t: (-t.cpu_s - t.wait_s, t.tid))
+        quiet = len(every) - len(users) - len(self.background)
         background = sorted((t for t in every if t.tid in self.background),
                             key=lambda t: (-self.background[t.tid], t.tid))
 
@@ -322,6 +333,8 @@ class _View:
             more = len(group) - _MAX_THREADS_LISTED
             if more > 0:
                 parts.append(f"+{more} more")
+            if group is users and quiet > 0:
+                parts.append(f"{quiet} without CPU or wait")
             count = f"{len(group)} {title}" + ("s" if len(group) > 1 else "")
             if group is background:
                 count += " (idle in library code; waiting not counted)"

@@ -5,7 +5,12 @@
   var data = JSON.parse(document.getElementById("peakline-data").textContent);
   var P = data.profile, S = data.settings, el = PL.el;
   var hasMem = P.peak_bytes !== undefined && P.peak_bytes !== null;
-  var T = P.totals, sampled = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s + T.wait_s;
+  /* idle background threads' waiting (Profile.background_wait_by_thread): shown apart, not
+   * in the denominator of the user's percentages */
+  var bgWait = data.backgroundWait || {}, bgTotal = 0;
+  Object.keys(bgWait).forEach(function (tid) { bgTotal += bgWait[tid]; });
+  var T = P.totals, userWait = Math.max(0, T.wait_s - bgTotal);
+  var sampled = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s + userWait;
   var share = function (s) { return sampled > 0 ? 100 * s / sampled : 0; };
   var total = function (r) { return r.cpu_python_s + r.cpu_native_s + r.cpu_system_s + r.wait_s; };
   var alloc = function (r) { return (r.alloc_python_bytes || 0) + (r.alloc_native_bytes || 0); };
@@ -14,7 +19,10 @@
   var fileIndex = {};
   fileNames.forEach(function (f, i) { fileIndex[f] = i; });
   var threadNames = {};
-  P.threads.forEach(function (t) { threadNames[t.tid] = (t.name || (t.python ? "thread" : "native thread")) + " (" + t.tid + ")"; });
+  P.threads.forEach(function (t) {
+    threadNames[t.tid] = (t.name || (t.python ? "thread" : "native thread")) + " (" + t.tid + ")" +
+      (bgWait[t.tid] ? " \u00b7 background, waited " + PL.fmtSeconds(bgWait[t.tid]) + " (not counted)" : "");
+  });
   var held = {}, leaky = {};
   data.peakHolders.forEach(function (h) { held[h[0] + "\u0000" + h[1]] = h[2]; });
   data.leaks.forEach(function (l) { leaky[l[0] + "\u0000" + l[1]] = true; });
@@ -49,11 +57,13 @@
     fact(facts, "exit code", P.exit_code === null ? "n/a" : String(P.exit_code));
     var cpu = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s;
     fact(facts, "CPU", PL.fmtSeconds(cpu) || "0 s");
-    fact(facts, "wait", PL.fmtSeconds(T.wait_s) || "0 s");
-    fact(facts, "attributed", (sampled > 0 ? (100 * (1 - T.unattributed_s / sampled)).toFixed(1) : "0") + "%");
+    fact(facts, "wait", PL.fmtSeconds(userWait) || "0 s");
+    if (bgTotal > 0) fact(facts, "idle background threads waited", PL.fmtSeconds(bgTotal) + " (not counted)").id = "fact-background";
+    fact(facts, "attributed", (sampled > 0 ? (100 * (1 - Math.max(0, T.unattributed_s - bgTotal) / sampled)).toFixed(1) : "0") + "%");
     var smp = P.sampling;
     fact(facts, "samples", (smp.cpu_samples + smp.wait_samples) + " (" + smp.cpu_samples + " CPU, " + smp.wait_samples + " wait)");
-    fact(facts, "threads", String(P.threads.length));
+    var nBg = Object.keys(bgWait).length;
+    fact(facts, "threads", String(P.threads.length) + (nBg ? " (" + nBg + " idle in library code)" : ""));
     if (hasMem) {
       var m = P.memory || {};
       var basis = data.peakBasis || { kind: "process" };
@@ -82,7 +92,7 @@
     h.appendChild(facts);
     var split = el("div", "split"), legend = el("div", "legend");
     [["Python", T.cpu_python_s, "--py"], ["native", T.cpu_native_s, "--native"],
-     ["system", T.cpu_system_s, "--system"], ["wait", T.wait_s, "--wait"]].forEach(function (c) {
+     ["system", T.cpu_system_s, "--system"], ["wait", userWait, "--wait"]].forEach(function (c) {
       var seg = el("span");
       seg.style.width = (sampled > 0 ? 100 * c[1] / sampled : 0) + "%";
       seg.style.background = "var(" + c[2] + ")";
