@@ -708,7 +708,8 @@ class Profile(_Record):
 
     @property
     def sampled_s(self) -> float:
-        """All sampled time, CPU plus wait: the denominator of every percentage."""
+        """All sampled time, CPU plus wait, every thread. The reports' percentages use
+        ``user_sampled_s`` (less idle background threads' waiting)."""
         return self.totals.total_s
 
     @property

@@ -1,28 +1,32 @@
-"""Terminal report: a header, memory highlights, then per file a line table and functions.
+"""Terminal report: a header, memory highlights, a legend, then per file a line table and
+functions.
 
-         │   Time │        │        │        │  Memory │        │          │   Copy │
-    Line │ Python │ native │ system │   wait │ Python% │    net │ timeline │ (MB/s) │ source
-    ▲ 14 │   2.0% │  20.0% │   1.1% │        │      0% │  +200M │ ▁▃▅███▆▆ │    120 │ a = np…
+         │   Time │        │        │        │        │ Memory │         │        │
+    Line │ Python │ native │ system │   wait │  total │  alloc │ at peak │    net │ … │ source
+    ▲ 14 │   2.0% │  20.0% │   1.1% │   3.0% │  26.1% │   250M │    200M │  +200M │ … │ a = np…
 
-Time columns are shares of all sampled time (CPU + wait, ``Profile.sampled_s``), so every
-column of every file adds up to at most 100% together with ``unattributed``; wait is shown in
-seconds because "waited 2 s" reads better than a percentage of a mixed total. The memory
-columns appear only when the profile has memory (not ``--cpu-only``): the share of the line's
-allocated bytes that were Python objects, ``net_bytes``, a sparkline of the line's live bytes
-over the run (each cell the maximum of its time slice, so spikes survive), and copy volume.
-``▲`` marks the lines holding the most memory at the peak (reporters/_highlights.py); they are
-listed with the possible leaks right after the header.
+Time columns are shares of the user's sampled time (``Profile.user_sampled_s``: CPU + wait,
+less the waiting of idle background threads, docs/reports.md "Whose time"), so every column of
+every file adds up to at most 100% together with unattributed time, and ``total`` (CPU + wait,
++ run delay where the profile has it) is in the same unit as its parts: the column to rank
+lines by. The memory columns appear only when the profile has memory (not ``--cpu-only``):
+bytes allocated, held at the peak, ``net_bytes``, the share of allocated bytes that were
+Python objects, a sparkline of the line's live bytes over the run (each cell the maximum of its
+time slice, so spikes survive), and copy volume. ``▲`` marks the lines holding the most memory
+at the peak (reporters/_highlights.py); they are listed with the possible leaks right after
+the header.
 
-Modes. Full (default) prints every line of a file with activity, like Scalene. ``reduced``
-prints only active lines (reporters/_filters.py: time share or allocated bytes over the
-thresholds) with a ``...`` row for each gap, hides inactive files and functions, and says how
-many it hid.
+Modes. Full prints every line of a file with activity (``--all-lines``). ``reduced`` (the
+command line's default) prints only active lines (reporters/_filters.py: time share or
+allocated bytes over the thresholds) with a ``...`` row for each gap, hides inactive files and
+functions, and says how many it hid. ``render`` itself defaults to full.
 
 Output rules: stdlib only; width-aware (columns are dropped, least important first, until the
-source keeps ``MIN_SOURCE_WIDTH`` cells; then rows are cut, measured in display cells); ANSI
-colour only when asked for (default: the stream is a TTY and ``NO_COLOR`` is unset or empty,
-see no-color.org); box-drawing glyphs only when the encoding can carry them; control
-characters in source are replaced so one source line is always one output row.
+source keeps ``MIN_SOURCE_WIDTH`` cells, and the legend names the ones left out; then rows are
+cut, measured in display cells); ANSI colour only when asked for (default: the stream is a TTY
+and ``NO_COLOR`` is unset or empty, see no-color.org); box-drawing glyphs only when the
+encoding can carry them; control characters in source are replaced so one source line is
+always one output row.
 """
 
 from __future__ import annotations
