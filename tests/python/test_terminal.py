@@ -414,3 +414,30 @@ def test_phases_and_processes_are_shown(app_profile):
     assert "fit" in text and "wall 1.50 s" in text
     assert "Processes (1 of 2 merged" in text and "pid 11" in text and "not merged" in text
     assert "300.0 MiB" in text
+
+
+def test_a_legend_explains_lines_columns_and_colours(mem_profile):
+    text = mrender(mem_profile, width=100, reduced=True)
+    assert "Lines: only active lines (1% of time or 1.0 MiB allocated)" in text
+    assert "--all-lines shows every line" in text
+    assert "total = Python + native + system + wait" in text
+    assert "at peak: held at the peak" in text
+    colours = row_for(text, "Colours:")
+    assert "▲ magenta: holds memory at the peak" in colours and "red: 10%+ of the time" in colours
+    assert "dim: no activity" in colours
+    coloured = mrender(mem_profile, width=100, reduced=True, color=True)
+    row = row_for(coloured, "Colours:")
+    for word, style in (("▲ magenta", "\x1b[1;35m"), ("red:", "\x1b[1;31m"), ("dim:", "\x1b[2m")):
+        assert f"{style}{word}\x1b[0m" in row  # each colour named in its own colour
+    assert ANSI.sub("", coloured) == text
+    assert "Lines: only active" not in mrender(mem_profile, width=100)  # full mode: no note
+
+
+def test_the_total_is_cpu_plus_wait_in_the_same_unit(mem_profile):
+    text = mrender(mem_profile, width=200)
+    for marker in ("# HOT", "# NATIVE", "# WAIT"):
+        cells = [c.strip() for c in table_row(text, marker).split("│")]
+        parts = [float(c.rstrip("%")) if c.endswith("%") and c != "<0.1%" else 0.0
+                 for c in cells[1:5]]
+        assert cells[5].endswith("%")
+        assert float(cells[5].rstrip("%")) == pytest.approx(sum(parts), abs=0.15), cells

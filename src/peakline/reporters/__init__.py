@@ -7,6 +7,7 @@ file read back later.
     terminal.py     the line table for humans (Scalene-like), colour and width-aware
     html.py         one self-contained HTML page (templates/ holds its CSS and JS)
     speedscope.py   the sampled stacks in speedscope's file format
+    static_html.py  a static HTML summary (no script) for Jupyter outputs where scripts do not run
     json_report.py  the profile file format itself
     sweep_terminal.py, sweep_html.py  a sweep file (peakline sweep; docs/sweep.md)
 

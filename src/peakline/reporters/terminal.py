@@ -432,9 +432,11 @@ class _View:
         if self.rules.reduced:
             self.emit_parts([f"Lines: only active lines ({self.below()})",
                              "--all-lines shows every line"])
+        run_delay = getattr(self.profile.totals, "run_delay_s", None) is not None
         parts = ["Time: % of the user's sampled time"
                  + (" (idle background threads' waiting left out)" if self.background else ""),
-                 "total = Python + native + system + wait"]
+                 "total = Python + native + system + wait" + (" + run delay" if run_delay
+                                                               else "")]
         if self.memory:
             parts += ["alloc: bytes the line allocated", "at peak: held at the peak",
                       "net: still held at the end"]
