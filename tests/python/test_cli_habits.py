@@ -117,3 +117,5 @@ def test_view_json_reads_the_old_spelling_as_standard_output():
     assert view._old_json_spelling(["p.json", "--json", "out.json"]) == \
         ["p.json", "--json", "out.json"]
     assert view._old_json_spelling(["p.json", "--json", "-"]) == ["p.json", "--json", "-"]
+    assert view._old_json_spelling(["--json", "p.json", "--html", "r.html"]) == \
+        ["--json", "-", "p.json", "--html", "r.html"]  # r.html is --html's, not a profile

@@ -102,7 +102,10 @@ def parse(tokens: Sequence[str], options: Sequence[Option]) -> Values | None:
 
 
 def build_parser(options: Sequence[Option], **parser_args):
-    """The argparse parser for the same options (help, errors, the uncommon forms)."""
+    """The argparse parser for the same options (help, errors, the uncommon forms), without
+    prefix abbreviations, answering other profilers' flags (see the module doc)."""
+    import argparse
+
     parser_args.setdefault("allow_abbrev", False)
     parser = _parser_class()(**parser_args)
     groups: dict[str, argparse._ArgumentGroup] = {}

@@ -28,8 +28,17 @@ def _old_json_spelling(argv: list[str]) -> list[str]:
     if "--json" not in argv or "--" in argv:
         return argv
     i = argv.index("--json")
-    rest = argv[:i] + argv[i + 2:]
-    no_profile_left = not any(not t.startswith("-") for t in rest)
+    takes_value = _options.value_flags(_options.output_options(_options.VIEW))
+    rest, j = argv[:i] + argv[i + 2:], 0
+    positional = []
+    while j < len(rest):
+        if rest[j] in takes_value:
+            j += 2
+            continue
+        if not rest[j].startswith("-"):
+            positional.append(rest[j])
+        j += 1
+    no_profile_left = not positional
     if i == len(argv) - 1 or argv[i + 1].startswith("-") and argv[i + 1] != "-" \
             or no_profile_left:
         print("peakline: note: `--json` now takes OUT, as in `peakline run`; read as "
