@@ -101,8 +101,8 @@ def test_profile_only_that_matches_nothing_says_so_at_the_end(tmp_path):
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
-    assert "--profile-only 'no_such_dir' matched no file that ran" in last, proc.stderr
-    assert "'app' matched" not in proc.stderr  # that one did match
+    assert "--profile-only 'no_such_dir' matched no file the program ran" in last, proc.stderr
+    assert "'app' matched" not in proc.stderr  # the script: it ran, sampled or not
 
 
 def test_profile_only_unmatched_lists_each_part_that_matched_nothing():

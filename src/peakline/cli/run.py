@@ -179,8 +179,23 @@ def check_output_names(tokens: list[str]) -> None:
 
 
 def profile_only_unmatched(profile_only: tuple[str, ...], files) -> list[str]:
-    """The --profile-only substrings that no reported file's path contains."""
+    """The --profile-only substrings that none of ``files`` (paths) contains."""
     return [part for part in profile_only if not any(part in name for name in files)]
+
+
+def files_that_ran(profile, target: Target) -> set[str]:
+    """Paths of the code the program ran: its script, every module it imported (this process
+    is the program's), the reported files and every frame sampled (children included). A file
+    that ran too briefly to be sampled still counts, so --profile-only is not called wrong
+    for a short program. peakline's own imports count too: it errs towards saying nothing."""
+    names = set(profile.files) | {f[0] for f in profile.stacks.frames if f}
+    if target.script is not None:
+        names.add(os.path.abspath(target.script))
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            names.add(path)
+    return names
 
 
 def check_script(target: Target) -> None:
@@ -269,10 +284,12 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
                        text_stream=None if opts.no_report or stream is None else _Quiet(stream),
                        notes=_Quiet(stream), strict=False)
         say(f"peakline: profile written to {outfile}")
-        for part in profile_only_unmatched(options.profile_only, profile.files):
-            say(f"peakline: --profile-only {part!r} matched no file that ran (no reported "
-                f"path contains it); check the spelling, or leave it out to report every "
-                f"file of the program")
+        if options.profile_only:
+            for part in profile_only_unmatched(options.profile_only,
+                                               files_that_ran(profile, target)):
+                say(f"peakline: --profile-only {part!r} matched no file the program ran or "
+                    f"imported; check the spelling, or leave it out to report every file "
+                    f"of the program")
 
     def on_sigterm(signum, frame):  # noqa: ARG001
         # Unprofiled, SIGTERM kills the process at once (no cleanup runs); we write what was
