@@ -232,8 +232,11 @@ class Profiler:
         return wrapper  # type: ignore[return-value]
 
     def print_report(self, file=None, **kwargs: Any) -> None:
+        """The terminal report (active lines only unless ``reduced=False``, as the command
+        line's default) on ``file`` (default stderr)."""
         from peakline.reporters import terminal
 
+        kwargs.setdefault("reduced", True)
         terminal.render(self.profile, file if file is not None else sys.stderr, **kwargs)
 
 

@@ -53,8 +53,8 @@ def test_anything_else_is_left_to_argparse(tokens):
     assert options.parse(tokens, run.OPTIONS) is None
 
 
-@pytest.mark.parametrize("tokens", [["--cpu-o"], ["--outf", "x.json"], ["-ox.json"],
-                                    ["--json", "-"], ["--cpu-sampling-rate", "-1"]])
+@pytest.mark.parametrize("tokens", [["-ox.json"], ["--json", "-"],
+                                    ["--cpu-sampling-rate", "-1"]])
 def test_what_argparse_accepts_in_the_fallback_still_works(tokens):
     values = run.parse_options(tokens)
     assert values == options.parse_with_argparse(tokens, run.OPTIONS, prog="peakline run")
@@ -69,8 +69,8 @@ def test_value_flags_are_the_value_taking_options():
 def test_view_options_are_parsed_by_argparse_with_a_positional():
     parser = options.build_parser(options.output_options(options.VIEW), prog="peakline view")
     parser.add_argument("profile")
-    opts = parser.parse_args(["p.json", "--json", "--malloc-threshold", "4M"])
-    assert opts.profile == "p.json" and opts.json is True and opts.malloc_threshold == 4 << 20
+    opts = parser.parse_args(["p.json", "--json", "-", "--malloc-threshold", "4M"])
+    assert opts.profile == "p.json" and opts.json == "-" and opts.malloc_threshold == 4 << 20
     assert opts.text is False and opts.reduced_profile is False
     assert view.DESCRIPTION  # the module imports without argparse at the top
 

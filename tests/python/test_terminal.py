@@ -48,7 +48,8 @@ def test_hot_line_shows_its_source_and_percentages(app_profile):
     native = row_for(text, "# NATIVE")
     assert "21.1%" in native  # json time charged to line 5, native column
     wait = row_for(text, "# WAIT")
-    assert "0.50s" in wait  # wait shown in seconds
+    assert "35.1%" in wait  # 500 ms of 1425 ms: wait is a share like the other parts
+    assert wait.count("35.1%") == 2  # and the total is the same 500 ms
     assert "% of sampled time" in text and "Python" in text and "native" in text
 
 
@@ -227,22 +228,26 @@ def test_memory_columns_are_added_only_when_the_profile_has_memory(app_profile, 
     assert "▲" not in plain and "Lines holding memory" not in plain
     text = mrender(mem_profile, width=200)
     header = [r for r in text.splitlines() if "Line" in r and "source" in r][0]
-    for label in ("Python", "native", "system", "wait", "Python%", "net", "timeline", "(MB/s)"):
-        assert label in header
+    labels = [c.strip() for c in header.split("│")]
+    assert labels == ["Line", "Python", "native", "system", "wait", "total", "alloc", "at peak",
+                      "net", "Python%", "timeline", "(MB/s)", "source"]
     groups = [r for r in text.splitlines() if "Memory" in r and "Copy" in r][0]
     assert groups.index("Memory") < groups.index("Copy")
     native = table_row(text, "data = json.loads(text)  # NATIVE")
     cells = [c.strip() for c in native.split("│")]
-    assert cells[5] == "0%" and cells[6] == "+200M" and cells[8] == "430"  # 429.5 MB/s
-    assert cells[7] and set(cells[7]) <= set(_format.SPARK_BLOCKS + " ")
+    assert cells[6] == "200M" and cells[7] == "200M"  # allocated, held at the peak
+    waits = [c.strip() for c in table_row(text, "# WAIT").split("│")]
+    assert waits[6] == "80M" and waits[7] == "60M" and waits[8] == "+80M"
+    assert cells[9] == "0%" and cells[8] == "+200M" and cells[11] == "430"  # 429.5 MB/s
+    assert cells[10] and set(cells[10]) <= set(_format.SPARK_BLOCKS + " ")
     hot = [c.strip() for c in table_row(text, "# HOT").split("│")]
-    assert hot[5] == "100%" and hot[6] == ""  # all Python, all freed
+    assert hot[9] == "100%" and hot[8] == ""  # all Python, all freed
 
 
 def test_line_sparkline_keeps_a_short_spike(mem_profile):
     # line 3 holds 50 MiB only between 1.0 s and 1.2 s of a 2.5 s run
     cells = [c.strip(" ") for c in table_row(mrender(mem_profile, width=200), "# HOT").split("│")]
-    spark = cells[7]
+    spark = cells[10]
     assert "█" in spark and spark.count("█") <= 2
 
 
@@ -281,13 +286,30 @@ def test_memory_table_fits_and_drops_the_least_important_columns(mem_profile, wi
     text = mrender(mem_profile, width=width)
     assert max(len(r) for r in text.splitlines()) <= width
     header = [r for r in text.splitlines() if "Line" in r and "source" in r][0]
-    assert "net" in header and "Python" in header and "native" in header  # always kept
+    labels = {c.strip() for c in header.split("│")}
+    assert {"total", "Python", "native"} <= labels  # always kept
+    if width >= 80:
+        assert {"at peak", "alloc"} <= labels  # the memory a user ranks lines by
     if width <= 100:
-        assert "(MB/s)" not in header  # copy goes first
+        assert "(MB/s)" not in labels  # copy goes first
     if width <= 80:
-        assert "system" not in header
+        assert "system" not in labels
     if width >= 200:
-        assert "(MB/s)" in header and "timeline" in header and "system" in header
+        assert "(MB/s)" in labels and "timeline" in labels and "system" in labels
+    flat = " ".join(r.strip() for r in text.splitlines())
+    left_out = [flat[flat.index("Left out to fit"):flat.index("shows them")]] \
+        if "Left out to fit" in flat else []
+    all_columns = ["Python", "native", "system", "wait", "total", "alloc", "at peak", "net",
+                   "Python%", "timeline", "(MB/s)"]
+    missing = [c for c in all_columns if c not in labels]
+    if missing:  # never dropped silently: named, with how to get them
+        assert left_out and f"Left out to fit {width} columns:" in left_out[0]
+        named = left_out[0].split("columns:", 1)[1]
+        for column in missing:
+            assert ("copy MB/s" if column == "(MB/s)" else column) in named
+        assert "COLUMNS=200" in text and "--html" in text
+    else:
+        assert not left_out
     assert "source" in header and "def work(n):" in text
 
 
@@ -392,3 +414,30 @@ def test_phases_and_processes_are_shown(app_profile):
     assert "fit" in text and "wall 1.50 s" in text
     assert "Processes (1 of 2 merged" in text and "pid 11" in text and "not merged" in text
     assert "300.0 MiB" in text
+
+
+def test_a_legend_explains_lines_columns_and_colours(mem_profile):
+    text = mrender(mem_profile, width=100, reduced=True)
+    assert "Lines: only active lines (1% of time or 1.0 MiB allocated)" in text
+    assert "--all-lines shows every line" in text
+    assert "total = Python + native + system + wait" in text
+    assert "at peak: held at the peak" in text
+    colours = row_for(text, "Colours:")
+    assert "▲ magenta: holds memory at the peak" in colours and "red: 10%+ of the time" in colours
+    assert "dim: no activity" in colours
+    coloured = mrender(mem_profile, width=100, reduced=True, color=True)
+    row = row_for(coloured, "Colours:")
+    for word, style in (("▲ magenta", "\x1b[1;35m"), ("red:", "\x1b[1;31m"), ("dim:", "\x1b[2m")):
+        assert f"{style}{word}\x1b[0m" in row  # each colour named in its own colour
+    assert ANSI.sub("", coloured) == text
+    assert "Lines: only active" not in mrender(mem_profile, width=100)  # full mode: no note
+
+
+def test_the_total_is_cpu_plus_wait_in_the_same_unit(mem_profile):
+    text = mrender(mem_profile, width=200)
+    for marker in ("# HOT", "# NATIVE", "# WAIT"):
+        cells = [c.strip() for c in table_row(text, marker).split("│")]
+        parts = [float(c.rstrip("%")) if c.endswith("%") and c != "<0.1%" else 0.0
+                 for c in cells[1:5]]
+        assert cells[5].endswith("%")
+        assert float(cells[5].rstrip("%")) == pytest.approx(sum(parts), abs=0.15), cells

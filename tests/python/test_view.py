@@ -38,9 +38,25 @@ def test_terminal_report_is_the_default(saved):
 
 
 def test_json_prints_the_profile_file(saved):
-    proc = view(saved, "--json")
-    assert proc.returncode == 0
+    proc = view(saved, "--json", "-")  # --json OUT, as for `peakline run`
+    assert proc.returncode == 0 and proc.stderr == ""
     assert proc.stdout == dumps_profile(read_profile(saved))
+
+
+@pytest.mark.parametrize("args", [["--json"], ["--json", "{saved}"], ["--json", "--text"]])
+def test_the_old_json_flag_still_prints_the_profile_with_a_note(saved, args):
+    args = [a.format(saved=saved) for a in args]
+    proc = view(*([saved] if str(saved) not in args else []), *args)
+    assert proc.returncode == 0, proc.stderr
+    assert dumps_profile(read_profile(saved)) in proc.stdout
+    assert "`--json` now takes OUT" in proc.stderr and "--json -" in proc.stderr
+
+
+def test_json_out_writes_a_file(saved, tmp_path):
+    out = tmp_path / "copy.json"
+    proc = view(saved, "--json", out)
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert out.read_text() == dumps_profile(read_profile(saved))
 
 
 def test_html_and_speedscope_write_files_and_say_so(saved, tmp_path):
@@ -57,8 +73,9 @@ def test_html_and_speedscope_write_files_and_say_so(saved, tmp_path):
 
 
 def test_thresholds_imply_the_reduced_view(saved):
-    full = view(saved).stdout
-    assert "def main():" in full  # a line without activity, shown in full mode
+    full = view(saved, "--all-lines").stdout
+    assert "def main():" in full  # a line without activity, shown with --all-lines
+    assert "def main():" not in view(saved).stdout  # active lines only by default
     reduced = view(saved, "--malloc-threshold", "6M").stdout
     assert "def main():" not in reduced and "# COLD" not in reduced  # 5 MiB < 6M
     assert "# COLD" in view(saved, "--malloc-threshold", "4M").stdout

@@ -52,11 +52,26 @@ def main(argv: list[str] | None = None) -> int:
         module = COMMANDS.get(command)
         if module is None:
             names = ", ".join(repr(name) for name in COMMANDS)
-            raise_usage(f"unknown command {command!r} (expected one of {names})")
+            raise_usage(f"unknown command {command!r} (expected one of {names})"
+                        + did_you_mean(args))
         return importlib.import_module(f"peakline.cli.{module}").main(rest)
     except PeaklineError as exc:
         print(f"peakline: error: {exc}", file=sys.stderr)
         return exc.exit_code
+
+
+def did_you_mean(args: list[str]) -> str:
+    """`peakline script.py`, `peakline -m mod`, `peakline --cpu-only x.py`: what other
+    profilers (and `python`) accept without a command; the hint names `peakline run`."""
+    import os
+    import shlex
+    first = args[0]
+    if first.startswith("-") or first.endswith((".py", ".pyw")) or os.path.exists(first):
+        from peakline.cli.options import FOREIGN_FLAGS
+        if first in FOREIGN_FLAGS:
+            return f"; {first} is not a peakline option: {FOREIGN_FLAGS[first]}"
+        return f"; did you mean `peakline run {shlex.join(args)}`?"
+    return ""
 
 
 def raise_usage(message: str) -> None:

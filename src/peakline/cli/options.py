@@ -12,6 +12,11 @@ read every command line the same way.
 
 The output options that `run` and `view` share are declared here too (`output_options`):
 one list, so the two commands cannot drift apart.
+
+Every parser is built without prefix abbreviations (``allow_abbrev=False``): ``--memory``
+must not quietly mean ``--memory-sampling-interval``. Flags of other profilers (Scalene,
+memray, py-spy) that peakline does not have are answered with peakline's equivalent
+(``FOREIGN_FLAGS``) instead of argparse's "unrecognized arguments".
 """
 
 from __future__ import annotations
@@ -97,10 +102,12 @@ def parse(tokens: Sequence[str], options: Sequence[Option]) -> Values | None:
 
 
 def build_parser(options: Sequence[Option], **parser_args):
-    """The argparse parser for the same options (help, errors, the uncommon forms)."""
+    """The argparse parser for the same options (help, errors, the uncommon forms), without
+    prefix abbreviations, answering other profilers' flags (see the module doc)."""
     import argparse
 
-    parser = argparse.ArgumentParser(**parser_args)
+    parser_args.setdefault("allow_abbrev", False)
+    parser = _parser_class()(**parser_args)
     groups: dict[str, argparse._ArgumentGroup] = {}
     defaults: dict[str, object] = {}
     for o in options:
@@ -118,6 +125,84 @@ def build_parser(options: Sequence[Option], **parser_args):
         defaults.setdefault(o.dest, o.default)
     parser.set_defaults(**defaults)
     return parser
+
+
+# Flags users bring from Scalene, memray and py-spy that peakline does not have (or spells
+# differently), with what to use instead. A flag peakline has (--cpu-only, --reduced-profile,
+# --html OUT, --json OUT, --outfile, --profile-all, --gpu ...) is never in this table.
+FOREIGN_FLAGS = {
+    "--cpu": "peakline always samples CPU time; --cpu-only turns memory profiling off",
+    "--memory": "memory is profiled by default; --memory-sampling-interval BYTES sets its "
+                "precision (e.g. 64K), --cpu-only turns it off",
+    "--cli": "the terminal report is the default (`peakline run` prints it on stderr, "
+             "`peakline view PROFILE` on stdout)",
+    "--web": "write --html OUT.html and open it in a browser (one file, works offline)",
+    "--viewer": "write --html OUT.html and open it in a browser (one file, works offline)",
+    "--native": "native (C/C++) time and allocations are always measured: see the 'native' "
+                "columns",
+    "--trace-python-allocators": "Python allocations are always sampled; "
+                                 "--memory-sampling-interval BYTES sets the rate",
+    "--follow-fork": "child processes are profiled and merged by default (--no-children "
+                     "turns it off)",
+    "--subprocesses": "child processes are profiled and merged by default (--no-children "
+                      "turns it off)",
+    "--force": "peakline overwrites its output files without asking",
+    "--rate": "--cpu-sampling-rate SECONDS (an interval: 100 samples/s is 0.01)",
+    "--idle": "waiting threads are always sampled: see the 'wait' column",
+    "--threads": "every thread is sampled; the report's header lists them",
+    "--format": "choose the output by flag: --html OUT, --json OUT, --speedscope OUT",
+    "--stacks": "call stacks are always recorded: --html shows a flame graph, --speedscope "
+                "OUT exports them",
+    "--program-path": "--profile-only PATH reports only files whose path contains PATH",
+    "--memory-leak-detector": "possible leaks are reported by default (the 'Possible leaks' "
+                              "list)",
+    "--reduced": "--reduced-profile (now the default: only active lines); --all-lines shows "
+                 "every line",
+}
+
+
+def foreign_flag(tokens: Sequence[str], options: Sequence[Option]) -> str | None:
+    """A one-line answer for the first flag in tokens that peakline does not have but another
+    profiler does, or None. Values of peakline's own value options are skipped."""
+    ours = {f for o in options for f in o.flags}
+    takes_value = value_flags(options)
+    i = 0
+    while i < len(tokens):
+        flag = tokens[i].partition("=")[0]
+        if flag in takes_value and "=" not in tokens[i]:
+            i += 2
+            continue
+        if flag not in ours and flag in FOREIGN_FLAGS:
+            return f"{flag} is not a peakline option: {FOREIGN_FLAGS[flag]}"
+        i += 1
+    return None
+
+
+def _parser_class():
+    """argparse.ArgumentParser that answers FOREIGN_FLAGS with their peakline equivalent."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def parse_known_args(self, args=None, namespace=None):
+            import sys
+            tokens = list(sys.argv[1:] if args is None else args)
+            answer = foreign_flag(tokens, _declared(self))
+            if answer is not None:
+                self.error(answer)
+            return super().parse_known_args(tokens, namespace)
+
+    return Parser
+
+
+def _declared(parser) -> list[Option]:
+    """The parser's own options as Options (flags and whether they take a value)."""
+    out = []
+    for action in parser._actions:
+        if action.option_strings:
+            const = action.nargs == 0
+            out.append(Option(*action.option_strings, dest=action.dest,
+                              convert=None if const else str))
+    return out
 
 
 def parse_with_argparse(tokens: Sequence[str], options: Sequence[Option], **parser_args) -> Values:
@@ -159,27 +244,28 @@ def byte_size(text: str) -> int:
 
 def output_options(command: str) -> list[Option]:
     """The report options of `peakline run` and `peakline view`: output files (``--html``,
-    ``--json``, ``--speedscope``) and what the reports show (``--reduced-profile``, the two
-    thresholds)."""
+    ``--json``, ``--speedscope``; each takes OUT, '-' for standard output) and what the
+    reports show (``--all-lines``, ``--reduced-profile``, the two thresholds). `view --json`
+    without OUT, its older spelling, is read as ``--json -`` by cli/view.py."""
     group = "reports"
+    out = [Option("--json", dest="json", metavar="OUT", group=group,
+                  help="write the profile JSON here ('-' for standard output)")]
     if command == VIEW:
-        out = [Option("--text", dest="text", convert=None, const=True, default=False,
-                      group=group,
-                      help="terminal report (the default when no other output is chosen)"),
-               Option("--json", dest="json", convert=None, const=True, default=False,
-                      group=group, help="print the profile file (JSON) on standard output")]
-    else:
-        out = [Option("--json", dest="json", metavar="OUT", group=group,
-                      help="also write the profile JSON here ('-' for standard output)")]
+        out.insert(0, Option("--text", dest="text", convert=None, const=True, default=False,
+                             group=group, help="terminal report (the default when no other "
+                                               "output is chosen)"))
     from peakline.reporters import DEFAULT_CPU_PERCENT_THRESHOLD, DEFAULT_MALLOC_THRESHOLD_BYTES
     return out + [
         Option("--html", dest="html", metavar="OUT", group=group,
                help="write a self-contained HTML report (one file, works offline)"),
         Option("--speedscope", dest="speedscope", metavar="OUT", group=group,
                help="write the sampled stacks for https://www.speedscope.app"),
+        Option("--all-lines", dest="all_lines", convert=None, const=True, default=False,
+               group=group, help="show every source line of the reported files (default: "
+                                 "only active lines, see the thresholds)"),
         Option("--reduced-profile", dest="reduced_profile", convert=None, const=True,
                default=False, group=group,
-               help="show only lines with activity (see the thresholds)"),
+               help="show only lines with activity (the default; overrides --all-lines)"),
         Option("--cpu-percent-threshold", dest="cpu_percent_threshold", convert=percent,
                metavar="PCT", group=group,
                help="a line is active from this share of sampled time (default: "

@@ -129,6 +129,7 @@ def default_outfile(target: Target) -> str:
 
 def main(argv: list[str]) -> int:
     ours, target = split_command_line(argv)
+    check_output_names(ours)
     try:
         opts = parse_options(ours)
     except SystemExit as exc:  # argparse already printed usage / help
@@ -159,6 +160,44 @@ def main(argv: list[str]) -> int:
         gpu=opts.gpu,
     )
     return _profile_and_run(target, options, outfile, opts)
+
+
+def check_output_names(tokens: list[str]) -> None:
+    """UsageError when an output option took a Python script as its file name:
+    `peakline run --html script.py` (Scalene's --html takes no value) would write the report
+    over the script, or run nothing."""
+    for i, token in enumerate(tokens):
+        flag, attached, value = token.partition("=")
+        if flag not in ("--html", "--json", "--speedscope", "-o", "--outfile"):
+            continue
+        if not attached:
+            value = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if value.endswith((".py", ".pyw")):
+            stem = os.path.splitext(os.path.basename(value))[0] or "report"
+            suffix = ".html" if flag == "--html" else ".json"
+            raise UsageError(
+                f"{flag} takes the output file name and got the script {value!r}; give the "
+                f"output a name: `peakline run {flag} {stem}{suffix} {value}`")
+
+
+def profile_only_unmatched(profile_only: tuple[str, ...], files) -> list[str]:
+    """The --profile-only substrings that none of ``files`` (paths) contains."""
+    return [part for part in profile_only if not any(part in name for name in files)]
+
+
+def files_that_ran(profile, target: Target) -> set[str]:
+    """Paths of the code the program ran: its script, every module it imported (this process
+    is the program's), the reported files and every frame sampled (children included). A file
+    that ran too briefly to be sampled still counts, so --profile-only is not called wrong
+    for a short program. peakline's own imports count too: it errs towards saying nothing."""
+    names = set(profile.files) | {f[0] for f in profile.stacks.frames if f}
+    if target.script is not None:
+        names.add(os.path.abspath(target.script))
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            names.add(path)
+    return names
 
 
 def check_script(target: Target) -> None:
@@ -247,6 +286,12 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
                        text_stream=None if opts.no_report or stream is None else _Quiet(stream),
                        notes=_Quiet(stream), strict=False)
         say(f"peakline: profile written to {outfile}")
+        if options.profile_only:
+            for part in profile_only_unmatched(options.profile_only,
+                                               files_that_ran(profile, target)):
+                say(f"peakline: --profile-only {part!r} matched no file the program ran or "
+                    f"imported; check the spelling, or leave it out to report every file "
+                    f"of the program")
 
     def on_sigterm(signum, frame):  # noqa: ARG001
         # Unprofiled, SIGTERM kills the process at once (no cleanup runs); we write what was

@@ -192,7 +192,7 @@ def main(argv: list[str]) -> int:
 
 
 def view(opts) -> int:
-    """`peakline view SWEEP.json`: the terminal report (default), --html OUT, --json."""
+    """`peakline view SWEEP.json`: the terminal report (default), --html OUT, --json OUT."""
     from peakline.reporters import sweep_html, sweep_terminal
     from peakline.sweep.analysis import compute_fits
     from peakline.sweep.sweep_file import dumps_sweep, read_sweep
@@ -203,8 +203,10 @@ def view(opts) -> int:
     sweep = read_sweep(opts.profile)
     if not (sweep.get("fits") or {}).get("program"):  # a sweep stopped before its fits
         sweep["fits"] = compute_fits(sweep["vary"], sweep["runs"], sweep.get("target"))
-    if opts.json:
-        sys.stdout.write(dumps_sweep(sweep))
+    if opts.json:  # --json OUT, '-' for standard output (as for a profile)
+        from peakline.reporters import write_output
+        write_output(opts.json if isinstance(opts.json, str) else "-", "sweep JSON",
+                     lambda stream: stream.write(dumps_sweep(sweep)), notes=sys.stderr)
     if opts.html:
         sweep_html.write(sweep, opts.html)
     if opts.text or not (opts.html or opts.json):

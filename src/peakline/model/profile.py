@@ -737,7 +737,8 @@ class Profile(_Record):
 
     @property
     def sampled_s(self) -> float:
-        """All sampled time, CPU plus wait: the denominator of every percentage."""
+        """All sampled time, CPU plus wait, every thread. The reports' percentages use
+        ``user_sampled_s`` (less idle background threads' waiting)."""
         return self.totals.total_s
 
     @property
@@ -745,6 +746,58 @@ class Profile(_Record):
         """Share of sampled time charged to a reported line (0 when nothing was sampled)."""
         sampled = self.sampled_s
         return 0.0 if sampled <= 0 else max(0.0, 1.0 - self.totals.unattributed_s / sampled)
+
+    # -- whose time: the user's threads and the background ---------------------------------
+    #
+    # A thread's waiting belongs to the user when the thread is a main thread (of the profiled
+    # process or of a merged child) or when at least one of its wait samples has a reported
+    # frame on the thread's own stack (wait samples are never stitched to the main thread's
+    # stack, so this is where the thread itself was). Every other thread only ever waited in
+    # library or native code: a Jupyter kernel's heartbeat/IOPub/control threads, torch's or
+    # OpenMP's idle pool, an idle executor's workers. Their waiting is *background wait*: kept
+    # in the profile (totals, threads, stacks), shown apart in the reports, and left out of the
+    # denominator of the user's percentages. CPU time always counts, whichever thread.
+
+    def main_thread_ids(self) -> set[int]:
+        """The main thread of this process and of each merged child (on Linux, tid == pid)."""
+        ids = {self.pid, *(r.pid for r in self.processes or ())}
+        ids.update(t.tid for t in self.threads if t.name == "MainThread")
+        return ids
+
+    def background_wait_by_thread(self) -> dict[int, float]:
+        """Seconds of background wait per thread id (threads with none are absent)."""
+        mains = self.main_thread_ids()
+        reported = [frame[0] in self.files if frame else False for frame in self.stacks.frames]
+        waited: dict[int, float] = {}
+        users: set[int] = set()
+        for sample in self.stacks.samples:
+            if sample.wait_s <= 0 and not sample.wait_samples:
+                continue
+            waited[sample.thread] = waited.get(sample.thread, 0.0) + sample.wait_s
+            if any(0 <= i < len(reported) and reported[i] for i in sample.frames):
+                users.add(sample.thread)
+        return {tid: s for tid, s in waited.items()
+                if tid not in mains and tid not in users and s > 0}
+
+    @property
+    def background_wait_s(self) -> float:
+        """All background wait (see above): sampled, but not the user's waiting."""
+        return sum(self.background_wait_by_thread().values())
+
+    @property
+    def user_sampled_s(self) -> float:
+        """Sampled time less background wait: the denominator of the reports' percentages."""
+        return max(0.0, self.sampled_s - self.background_wait_s)
+
+    @property
+    def user_attributed_fraction(self) -> float:
+        """Share of the user's sampled time charged to a reported line. Background wait has no
+        reported frame, so it is taken out of unattributed time and of the denominator alike."""
+        sampled = self.user_sampled_s
+        if sampled <= 0:
+            return 0.0
+        unattributed = max(0.0, self.totals.unattributed_s - self.background_wait_s)
+        return max(0.0, 1.0 - unattributed / sampled)
 
     def lines(self) -> Iterator[tuple[str, LineRecord]]:
         """Every line record as (file, record), files in profile order, lines by lineno."""

@@ -7,6 +7,7 @@ file read back later.
     terminal.py     the line table for humans (Scalene-like), colour and width-aware
     html.py         one self-contained HTML page (templates/ holds its CSS and JS)
     speedscope.py   the sampled stacks in speedscope's file format
+    static_html.py  a static HTML summary (no script) for Jupyter outputs where scripts do not run
     json_report.py  the profile file format itself
     sweep_terminal.py, sweep_html.py  a sweep file (peakline sweep; docs/sweep.md)
 
@@ -45,13 +46,15 @@ def report_filter(opts: Values, profile: Profile) -> ReportFilter:
 
     cpu = getattr(opts, "cpu_percent_threshold", None)
     malloc = getattr(opts, "malloc_threshold", None)
-    reduced = bool(getattr(opts, "reduced_profile", False)) or cpu is not None or \
-        malloc is not None
+    # Active lines by default (a table of docstrings is noise); --all-lines for every line.
+    # --reduced-profile or a threshold given explicitly still wins over --all-lines.
+    reduced = not getattr(opts, "all_lines", False) or \
+        bool(getattr(opts, "reduced_profile", False)) or cpu is not None or malloc is not None
     return ReportFilter(reduced=reduced,
                         cpu_percent_threshold=DEFAULT_CPU_PERCENT_THRESHOLD if cpu is None else cpu,
                         malloc_threshold_bytes=(DEFAULT_MALLOC_THRESHOLD_BYTES if malloc is None
                                                 else malloc),
-                        sampled_s=profile.sampled_s)
+                        sampled_s=profile.user_sampled_s)
 
 
 def wants_files(opts: Values) -> bool:

@@ -81,6 +81,7 @@ def page_data(profile: Profile, rules: ReportFilter) -> dict[str, Any]:
         "rssNote": "; ".join(peak_vs_rss_note(profile) or []),
         "truncatedNote": ", ".join(TRUNCATED_STACKS_NOTE[1:]),
         "leaks": [[f, line.lineno] for f, line in possible_leaks(profile)],
+        "backgroundWait": {str(tid): s for tid, s in profile.background_wait_by_thread().items()},
         "settings": {
             "version": __version__,
             "hotPercent": HOT_PERCENT,
@@ -105,7 +106,7 @@ def render(profile: Profile, stream: TextIO, *, reduced: bool = False,
            malloc_threshold_bytes: int = DEFAULT_MALLOC_THRESHOLD_BYTES) -> None:
     """Write the HTML report of ``profile`` to ``stream`` (a text stream; UTF-8 page)."""
     rules = ReportFilter(reduced, cpu_percent_threshold, malloc_threshold_bytes,
-                         profile.sampled_s)
+                         profile.user_sampled_s)
     parts = dict(zip(("page", "css", "charts", "report"), map(_template, _TEMPLATE_FILES)))
     slots = {
         "title": html.escape(f"peakline: {_displayable(profile.program)}"),

@@ -1,28 +1,32 @@
-"""Terminal report: a header, memory highlights, then per file a line table and functions.
+"""Terminal report: a header, memory highlights, a legend, then per file a line table and
+functions.
 
-         │   Time │        │        │        │  Memory │        │          │   Copy │
-    Line │ Python │ native │ system │   wait │ Python% │    net │ timeline │ (MB/s) │ source
-    ▲ 14 │   2.0% │  20.0% │   1.1% │        │      0% │  +200M │ ▁▃▅███▆▆ │    120 │ a = np…
+         │   Time │        │        │        │        │ Memory │         │        │
+    Line │ Python │ native │ system │   wait │  total │  alloc │ at peak │    net │ … │ source
+    ▲ 14 │   2.0% │  20.0% │   1.1% │   3.0% │  26.1% │   250M │    200M │  +200M │ … │ a = np…
 
-Time columns are shares of all sampled time (CPU + wait, ``Profile.sampled_s``), so every
-column of every file adds up to at most 100% together with ``unattributed``; wait is shown in
-seconds because "waited 2 s" reads better than a percentage of a mixed total. The memory
-columns appear only when the profile has memory (not ``--cpu-only``): the share of the line's
-allocated bytes that were Python objects, ``net_bytes``, a sparkline of the line's live bytes
-over the run (each cell the maximum of its time slice, so spikes survive), and copy volume.
-``▲`` marks the lines holding the most memory at the peak (reporters/_highlights.py); they are
-listed with the possible leaks right after the header.
+Time columns are shares of the user's sampled time (``Profile.user_sampled_s``: CPU + wait,
+less the waiting of idle background threads, docs/reports.md "Whose time"), so every column of
+every file adds up to at most 100% together with unattributed time, and ``total`` (CPU + wait,
++ run delay where the profile has it) is in the same unit as its parts: the column to rank
+lines by. The memory columns appear only when the profile has memory (not ``--cpu-only``):
+bytes allocated, held at the peak, ``net_bytes``, the share of allocated bytes that were
+Python objects, a sparkline of the line's live bytes over the run (each cell the maximum of its
+time slice, so spikes survive), and copy volume. ``▲`` marks the lines holding the most memory
+at the peak (reporters/_highlights.py); they are listed with the possible leaks right after
+the header.
 
-Modes. Full (default) prints every line of a file with activity, like Scalene. ``reduced``
-prints only active lines (reporters/_filters.py: time share or allocated bytes over the
-thresholds) with a ``...`` row for each gap, hides inactive files and functions, and says how
-many it hid.
+Modes. Full prints every line of a file with activity (``--all-lines``). ``reduced`` (the
+command line's default) prints only active lines (reporters/_filters.py: time share or
+allocated bytes over the thresholds) with a ``...`` row for each gap, hides inactive files and
+functions, and says how many it hid. ``render`` itself defaults to full.
 
 Output rules: stdlib only; width-aware (columns are dropped, least important first, until the
-source keeps ``MIN_SOURCE_WIDTH`` cells; then rows are cut, measured in display cells); ANSI
-colour only when asked for (default: the stream is a TTY and ``NO_COLOR`` is unset or empty,
-see no-color.org); box-drawing glyphs only when the encoding can carry them; control
-characters in source are replaced so one source line is always one output row.
+source keeps ``MIN_SOURCE_WIDTH`` cells, and the legend names the ones left out; then rows are
+cut, measured in display cells); ANSI colour only when asked for (default: the stream is a TTY
+and ``NO_COLOR`` is unset or empty, see no-color.org); box-drawing glyphs only when the
+encoding can carry them; control characters in source are replaced so one source line is
+always one output row.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from peakline.reporters._highlights import (HOT_PERCENT, TRUNCATED_STACKS_NOTE,
                                             blas_buffer_note, contention_parts, peak_basis,
                                             peak_holders, peak_vs_rss_note, possible_leaks)
 from peakline.reporters._source import read_source
-from peakline.reporters._text import duration, percent, printable, short_s
+from peakline.reporters._text import duration, percent, printable
 
 DEFAULT_WIDTH = 100
 MIN_WIDTH = 60  # line number + Python + native (+ net) columns, and some source
@@ -71,13 +75,22 @@ def render(profile: Profile, stream: TextIO, *, width: int | None = None,
     if color is None:
         color = _text.isatty(stream) and not os.environ.get("NO_COLOR")
     rules = ReportFilter(reduced, cpu_percent_threshold, malloc_threshold_bytes,
-                         profile.sampled_s)
+                         profile.user_sampled_s)
     view = _View(profile, stream, max(MIN_WIDTH, width), bool(color),
                  _text.glyphs_for(stream), rules)
     view.header()
     _phases_and_processes(view)
     view.highlights()
+    view.legend()
     view.files()
+
+
+def render_header(profile: Profile, stream: TextIO, *, width: int = DEFAULT_WIDTH) -> None:
+    """Only the report's header (title, time, threads, memory), without colour: the static
+    HTML summary (reporters/static_html.py) opens with it."""
+    rules = ReportFilter(True, sampled_s=profile.user_sampled_s)
+    _View(profile, stream, max(MIN_WIDTH, width), False, _text.glyphs_for(stream),
+          rules).header()
 
 
 def _phases_and_processes(view: _View) -> None:
@@ -136,18 +149,34 @@ def _py_share_cell(line) -> str:
     return "" if share is None else f"{share:.0f}%"
 
 
+def line_total_s(line) -> float:
+    """A line's time: CPU + wait (+ run delay, in profiles that have it)."""
+    return line.cpu_s + line.wait_s + (getattr(line, "run_delay_s", None) or 0.0)
+
+
+def _bytes_cell(value: int | None) -> str:
+    return compact_bytes(value) if value else ""
+
+
+# Every time column is a share of the user's sampled time (Profile.user_sampled_s), so the
+# parts and their total are in one unit and add up. ``keep`` ranks what a narrow terminal
+# keeps: the total and the memory a user ranks by (held at the peak, allocated) first.
 _TIME_COLUMNS = (
     _Column("Time", "Python", 6, 90, lambda v, ln: percent(v.share(ln.cpu_python_s))),
-    _Column("Time", "native", 6, 80, lambda v, ln: percent(v.share(ln.cpu_native_s))),
+    _Column("Time", "native", 6, 85, lambda v, ln: percent(v.share(ln.cpu_native_s))),
     _Column("Time", "system", 6, 20, lambda v, ln: percent(v.share(ln.cpu_system_s))),
-    _Column("Time", "wait", 6, 50, lambda v, ln: short_s(ln.wait_s)),
+    _Column("Time", "wait", 6, 60, lambda v, ln: percent(v.share(ln.wait_s))),
+    _Column("Time", "total", 6, 100, lambda v, ln: percent(v.share(line_total_s(ln)))),
 )
 _MEMORY_COLUMNS = (
-    _Column("Memory", "Python%", 7, 30, lambda v, ln: _py_share_cell(ln)),
+    _Column("Memory", "alloc", 6, 75, lambda v, ln: _bytes_cell(ln.alloc_bytes)),
+    _Column("Memory", "at peak", 7, 80, lambda v, ln: _bytes_cell(ln.live_at_peak_bytes)),
     _Column("Memory", "net", 6, 70, lambda v, ln: compact_bytes(ln.net_bytes or 0, signed=True)),
+    _Column("Memory", "Python%", 7, 30, lambda v, ln: _py_share_cell(ln)),
     _Column("Memory", "timeline", LINE_SPARK_CELLS, 40, lambda v, ln: v.line_spark(ln)),
     _Column("Copy", "(MB/s)", 6, 10, lambda v, ln: mb_per_s(ln.copy_mb_s)),
 )
+_COLUMN_NAMES = {"(MB/s)": "copy MB/s"}
 
 
 def _visible(columns, fixed: int, width: int, rest: int):
@@ -174,6 +203,14 @@ class _View:
         self.memory = profile.has_memory
         self.holders = {(h.filename, h.line.lineno) for h in peak_holders(profile)}
         self._sources: dict[str, tuple[list[str] | None, str]] = {}
+        self.background = profile.background_wait_by_thread()
+        self.columns = _TIME_COLUMNS + (_MEMORY_COLUMNS if self.memory else ())
+        self.lw = max([4] + [max(len(str(max((ln.lineno for ln in r.lines), default=0))),
+                                 len(str(len(self.source(f)[0] or ()))))
+                             for f, r in profile.files.items()])
+        self.mark = 2 if self.memory else 0  # "▲ " before the line number
+        self.shown = _visible(self.columns, self.mark + self.lw + 3, self.width,
+                              MIN_SOURCE_WIDTH)
 
     def share(self, seconds: float) -> float:
         return self.rules.share(seconds)
@@ -243,15 +280,20 @@ class _View:
         def split(seconds: float) -> str:
             return f"{100.0 * seconds / cpu_s:.0f}%" if cpu_s > 0 else "0%"
 
-        self.emit_parts([f"CPU {duration(cpu_s)}: Python {split(t.cpu_python_s)}",
-                         f"native {split(t.cpu_native_s)}", f"system {split(t.cpu_system_s)}",
-                         f"wait {duration(t.wait_s)}", *contention_parts(t)])
+        background_s = sum(self.background.values())
+        parts = [f"CPU {duration(cpu_s)}: Python {split(t.cpu_python_s)}",
+                 f"native {split(t.cpu_native_s)}", f"system {split(t.cpu_system_s)}",
+                 f"wait {duration(max(0.0, t.wait_s - background_s))}", *contention_parts(t)]
+        if background_s > 0:
+            parts.append(f"idle background threads waited {duration(background_s)} "
+                         f"(not counted)")
+        self.emit_parts(parts)
         s = p.sampling
         if self.rules.sampled_s <= 0:
             self.emit_parts([f"no time was sampled ({s.samples} samples)",
                              "the run may have been shorter than one sampling interval"])
         else:
-            self.emit_parts([f"{100.0 * p.attributed_fraction:.1f}% of sampled time "
+            self.emit_parts([f"{100.0 * p.user_attributed_fraction:.1f}% of sampled time "
                              f"attributed to reported code",
                              f"{s.samples} samples ({s.cpu_samples} CPU, {s.wait_samples} wait)"])
         problems = []
@@ -276,20 +318,38 @@ class _View:
             self.memory_line()
 
     def threads_line(self) -> None:
-        threads = sorted(self.profile.threads, key=lambda t: (-t.cpu_s - t.wait_s, t.tid))
-        if not threads:
-            return
-        parts = []
-        for thread in threads[:_MAX_THREADS_LISTED]:
-            name = printable(thread.name) if thread.name else f"tid {thread.tid}"
-            kind = "" if thread.python else " native"
-            parts.append(f"{name}{kind} {duration(thread.cpu_s)} CPU")
-        more = len(threads) - _MAX_THREADS_LISTED
-        if more > 0:
-            parts.append(f"+{more} more")
-        count = f"{len(threads)} thread" + ("s" if len(threads) > 1 else "")
-        parts[0] = f"{count}: {parts[0]}"
-        self.emit_parts(parts)
+        """The user's threads, then (apart) the background threads with their waiting."""
+        every = self.profile.threads
+        mains = self.profile.main_thread_ids()
+        users = sorted((t for t in every if t.tid not in self.background
+                        and (t.cpu_s > 0 or t.wait_s > 0 or t.tid in mains)),
+                       key=lambda t: (-t.cpu_s - t.wait_s, t.tid))
+        quiet = len(every) - len(users) - len(self.background)
+        background = sorted((t for t in every if t.tid in self.background),
+                            key=lambda t: (-self.background[t.tid], t.tid))
+
+        def name(thread) -> str:
+            label = printable(thread.name) if thread.name else f"tid {thread.tid}"
+            return label + ("" if thread.python else " native")
+
+        for group, title, cell in (
+                (users, "thread", lambda t: f"{name(t)} {duration(t.cpu_s)} CPU"),
+                (background, "background thread",
+                 lambda t: f"{name(t)} waited {duration(self.background[t.tid])}, "
+                           f"{duration(t.cpu_s)} CPU")):
+            if not group:
+                continue
+            parts = [cell(t) for t in group[:_MAX_THREADS_LISTED]]
+            more = len(group) - _MAX_THREADS_LISTED
+            if more > 0:
+                parts.append(f"+{more} more")
+            if group is users and quiet > 0:
+                parts.append(f"{quiet} without CPU or wait")
+            count = f"{len(group)} {title}" + ("s" if len(group) > 1 else "")
+            if group is background:
+                count += " (idle in library code; waiting not counted)"
+            parts[0] = f"{count}: {parts[0]}"
+            self.emit_parts(parts)
 
     def memory_line(self) -> None:
         p, m = self.profile, self.profile.memory
@@ -370,6 +430,54 @@ class _View:
                           f"{human_rate(line.leak_rate_bytes_s or 0):>14} "
                           f"{human_bytes(line.net_bytes or 0):>10}  {text}", _BOLD_RED)
 
+    # -- legend -----------------------------------------------------------------------------
+
+    def legend(self) -> None:
+        """What the tables show, what the colours mean, and which columns did not fit."""
+        if not self.profile.files:
+            return
+        g = self.g
+        self.emit()
+        if self.rules.reduced:
+            self.emit_parts([f"Lines: only active lines ({self.below()})",
+                             "--all-lines shows every line"])
+        run_delay = getattr(self.profile.totals, "run_delay_s", None) is not None
+        parts = ["Time: % of the user's sampled time"
+                 + (" (idle background threads' waiting left out)" if self.background else ""),
+                 "total = Python + native + system + wait" + (" + run delay" if run_delay
+                                                               else "")]
+        if self.memory:
+            parts += ["alloc: bytes the line allocated", "at peak: held at the peak",
+                      "net: still held at the end"]
+        self.emit_parts(parts)
+        colours = [f"{g.peak} magenta: holds memory at the peak"] if self.memory else []
+        colours += [f"red: {HOT_PERCENT:g}%+ of the time", "dim: no activity"]
+        self._legend_row(colours)
+        dropped = [c for c in self.columns if c not in self.shown]
+        if dropped:
+            names = ", ".join(_COLUMN_NAMES.get(c.label, c.label) for c in dropped)
+            import textwrap
+            for row in textwrap.wrap(f"Left out to fit {self.width} columns: {names}; a wider "
+                                     f"terminal (e.g. COLUMNS=200) or --html shows them",
+                                     self.width - 2, break_on_hyphens=False):
+                self.emit("  " + row)
+
+    def _legend_row(self, parts: list[str]) -> None:
+        """``parts`` wrapped as emit_parts does, each colour's name shown in its colour."""
+        rows, sep = [], f" {self.g.dot} "
+        for part in ["Colours: " + parts[0], *parts[1:]]:
+            if rows and _text.text_width(f"  {rows[-1]}{sep}{part}") <= self.width:
+                rows[-1] += sep + part
+            else:
+                rows.append(part)
+        for row in rows:
+            text = _text.fit("  " + row, self.width, self.g.ellipsis)
+            if self.color:
+                for word, style in ((f"{self.g.peak} magenta", _BOLD_MAGENTA),
+                                    ("red:", _BOLD_RED), ("dim:", _DIM)):
+                    text = text.replace(word, f"{style}{word}{_RESET}", 1)
+            self.stream.write(text + "\n")
+
     # -- files ------------------------------------------------------------------------------
 
     def below(self) -> str:
@@ -401,12 +509,8 @@ class _View:
         source, reason = self.source(filename)
         if source is None:
             self.emit(f"  (source not available: {reason})", _DIM)
-        lw = max(4, len(str(max((line.lineno for line in record.lines), default=0))),
-                 len(str(len(source or ()))))
-        mark = 2 if self.memory else 0  # "▲ " before the line number
-        columns = _TIME_COLUMNS + (_MEMORY_COLUMNS if self.memory else ())
-        shown = _visible(columns, mark + lw + 3, self.width, MIN_SOURCE_WIDTH)
-        lead = mark + lw
+        lw, shown = self.lw, self.shown
+        lead = self.mark + lw
         if self.memory:
             groups, tops = set(), []
             for column in shown:

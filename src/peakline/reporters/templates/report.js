@@ -5,8 +5,13 @@
   var data = JSON.parse(document.getElementById("peakline-data").textContent);
   var P = data.profile, S = data.settings, el = PL.el;
   var hasMem = P.peak_bytes !== undefined && P.peak_bytes !== null;
+  /* idle background threads' waiting (Profile.background_wait_by_thread): shown apart, not
+   * in the denominator of the user's percentages */
+  var bgWait = data.backgroundWait || {}, bgTotal = 0;
+  Object.keys(bgWait).forEach(function (tid) { bgTotal += bgWait[tid]; });
   /* run_delay_s: runnable but not scheduled (CPU contention); absent in older profiles */
-  var T = P.totals, sampled = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s + T.wait_s + (T.run_delay_s || 0);
+  var T = P.totals, userWait = Math.max(0, T.wait_s - bgTotal);
+  var sampled = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s + userWait + (T.run_delay_s || 0);
   var share = function (s) { return sampled > 0 ? 100 * s / sampled : 0; };
   var total = function (r) { return r.cpu_python_s + r.cpu_native_s + r.cpu_system_s + r.wait_s + (r.run_delay_s || 0); };
   var hasDelay = (T.run_delay_s || 0) > 0;
@@ -16,7 +21,10 @@
   var fileIndex = {};
   fileNames.forEach(function (f, i) { fileIndex[f] = i; });
   var threadNames = {};
-  P.threads.forEach(function (t) { threadNames[t.tid] = (t.name || (t.python ? "thread" : "native thread")) + " (" + t.tid + ")"; });
+  P.threads.forEach(function (t) {
+    threadNames[t.tid] = (t.name || (t.python ? "thread" : "native thread")) + " (" + t.tid + ")" +
+      (bgWait[t.tid] ? " \u00b7 background, waited " + PL.fmtSeconds(bgWait[t.tid]) + " (not counted)" : "");
+  });
   var held = {}, leaky = {};
   data.peakHolders.forEach(function (h) { held[h[0] + "\u0000" + h[1]] = h[2]; });
   data.leaks.forEach(function (l) { leaky[l[0] + "\u0000" + l[1]] = true; });
@@ -57,15 +65,17 @@
     if (P.attached) fact(facts, "attached", "to a running process; memory counts from the attach moment");
     var cpu = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s;
     fact(facts, "CPU", PL.fmtSeconds(cpu) || "0 s");
-    fact(facts, "wait", PL.fmtSeconds(T.wait_s) || "0 s").title = "off CPU: sleep, I/O, locks, the GIL";
+    fact(facts, "wait", PL.fmtSeconds(userWait) || "0 s").title = "off CPU: sleep, I/O, locks, the GIL";
     if (hasDelay) fact(facts, "run delay", PL.fmtSeconds(T.run_delay_s)).title =
       "runnable but not scheduled: other processes on the CPU, a CPU quota (not the program waiting)";
     if (T.cgroup_throttled_s) fact(facts, "cgroup CPU quota throttled", PL.fmtSeconds(T.cgroup_throttled_s) +
       " (" + (T.cgroup_throttled_periods || 0) + " periods)", "warn");
-    fact(facts, "attributed", (sampled > 0 ? (100 * (1 - T.unattributed_s / sampled)).toFixed(1) : "0") + "%");
+    if (bgTotal > 0) fact(facts, "idle background threads waited", PL.fmtSeconds(bgTotal) + " (not counted)").id = "fact-background";
+    fact(facts, "attributed", (sampled > 0 ? (100 * (1 - Math.max(0, T.unattributed_s - bgTotal) / sampled)).toFixed(1) : "0") + "%");
     var smp = P.sampling;
     fact(facts, "samples", (smp.cpu_samples + smp.wait_samples) + " (" + smp.cpu_samples + " CPU, " + smp.wait_samples + " wait)");
-    fact(facts, "threads", String(P.threads.length));
+    var nBg = Object.keys(bgWait).length;
+    fact(facts, "threads", String(P.threads.length) + (nBg ? " (" + nBg + " idle in library code)" : ""));
     if (hasMem) {
       var m = P.memory || {};
       var basis = data.peakBasis || { kind: "process" };
@@ -103,7 +113,7 @@
       " truncated stacks: deeper than 128 frames, their middle was cut; " + data.truncatedNote + "."));
     var split = el("div", "split"), legend = el("div", "legend");
     [["Python", T.cpu_python_s, "--py"], ["native", T.cpu_native_s, "--native"],
-     ["system", T.cpu_system_s, "--system"], ["wait", T.wait_s, "--wait"]]
+     ["system", T.cpu_system_s, "--system"], ["wait", userWait, "--wait"]]
       .concat(hasDelay ? [["run delay", T.run_delay_s, "--delay"]] : []).forEach(function (c) {
       var seg = el("span");
       seg.style.width = (sampled > 0 ? 100 * c[1] / sampled : 0) + "%";
