@@ -312,6 +312,9 @@ class Session:
         self._started_mono = time.perf_counter()
         self._started_cpu_ns = time.process_time_ns()
         self._thread_names.install(core)
+        if hasattr(core, "set_dynamic_code_locator"):
+            from peakline import _dynamic_code
+            core.set_dynamic_code_locator(_dynamic_code.locate)
         try:
             core.start(interval_ns, int(TICK_INTERVAL_S * 1e9), self.options.sample_native_threads,
                        threading.main_thread().native_id or 0, call_opcode_table(),

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/code_resolver.h"
 #include "engine/profiler.h"
 #include "engine/signal_watch.h"
 
@@ -140,6 +141,9 @@ NB_MODULE(_core, m) {
   m.def("thread_finishing", &peakline::engine::ThreadFinishing,
         "Called by a Python thread last thing (engine/profiler.h).");
   m.def("collect", &Collect);
+  m.def("set_dynamic_code_locator", [](nb::object locator) {
+    peakline::engine::SetDynamicCodeLocator(locator.is_none() ? nullptr : locator.ptr());
+  }, nb::arg("locator").none());
   m.def("reset_after_fork", &peakline::engine::ResetAfterForkInChild);
   m.def("watch_signal", &WatchSignal, nb::arg("signo"),
         "Make sure the Python handler of this signal runs (engine/signal_watch.h).");

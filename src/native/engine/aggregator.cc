@@ -563,6 +563,7 @@ bool Aggregator::BeforeCodeFreed(PyObject* code) {
   // samples that name it are resolved. If another operation is suspended in a Python callback
   // (on this thread or another) that is the one; otherwise this call becomes the owner.
   kept_codes_.push_back(code);
+  resolver_.MarkDying(code);
   if (busy_) {
     ++stats_.deferred_code_frees;
     return true;
