@@ -16,6 +16,7 @@ commands:
   check    run a program (or read a profile) and judge it against memory/time budgets
   compare  show two or more profiles side by side: totals and the rows that changed most
   sweep    run a program at several sizes and fit how its memory and time grow
+  merge    merge profiles taken anywhere (other hosts, workers) into one profile
 
 `peakline COMMAND --help` describes each command.
 """
@@ -46,8 +47,11 @@ def main(argv: list[str] | None = None) -> int:
         if command == "sweep":
             from peakline.cli import sweep
             return sweep.main(rest)
-        raise_usage(f"unknown command {command!r} (expected 'run', 'view', 'check', 'compare' "
-                    "or 'sweep')")
+        if command == "merge":
+            from peakline.cli import merge
+            return merge.main(rest)
+        raise_usage(f"unknown command {command!r} (expected 'run', 'view', 'check', 'compare', "
+                    "'sweep' or 'merge')")
     except PeaklineError as exc:
         print(f"peakline: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -237,7 +237,22 @@ def _header(meta: Mapping[str, Any], selection: FileSelection,
         "elapsed_s": meta.get("elapsed_s"),
         "exit_code": meta.get("exit_code"),
         "options": options,
+        "hostname": meta.get("hostname") or os.uname().nodename,
+        **({"node_id": node_id} if (node_id := meta.get("node_id") or _node_id()) else {}),
     }
+
+
+# Where a launcher names the node a process runs on (checked in this order): torchrun's node
+# rank (GROUP_RANK), Slurm's node index, an explicit PEAKLINE_NODE_ID.
+_NODE_ID_VARIABLES = ("PEAKLINE_NODE_ID", "GROUP_RANK", "SLURM_NODEID")
+
+
+def _node_id() -> str | None:
+    for name in _NODE_ID_VARIABLES:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
 
 
 def utc_timestamp(value: Any) -> Any:

@@ -69,6 +69,10 @@ def process_record(profile: Profile, *, merged: bool = True,
         "cpu_s": profile.totals.cpu_s,
         "merged": merged,
     }
+    if profile.hostname is not None:
+        record["hostname"] = profile.hostname
+    if profile.node_id is not None:
+        record["node_id"] = profile.node_id
     if profile.memory is not None and profile.peak_bytes is not None:
         record["peak_time_s"] = profile.memory.peak_time_s
     if start_offset_s is not None:
@@ -233,6 +237,8 @@ def _start_offset_s(parent: Profile, child: Profile) -> float:
     before the sessions' zeros)."""
     zeros = [p.memory.start_monotonic_s if p.memory is not None else None
              for p in (parent, child)]
+    if parent.hostname != child.hostname:  # two machines' monotonic clocks do not compare
+        zeros = [None, None]
     if zeros[0] is not None and zeros[1] is not None:
         return zeros[1] - zeros[0]
     return (_wall(child.started_at) - _wall(parent.started_at)).total_seconds()
@@ -332,3 +338,75 @@ def _lines_at(profiles: Sequence[Profile], offsets: Sequence[float],
                 key = (filename, line.lineno)
                 held[key] = held.get(key, 0) + value
     return held
+
+
+def merge_profiles(profiles: Sequence[Profile], sources: Sequence[str] | None = None) -> Profile:
+    """Profiles taken anywhere (other hosts, a job array, shared storage) merged into one
+    (``peakline merge``). The earliest-started profile plays the parent: its run description
+    stays, the others are merged into it as by ``merge_processes``, and ``processes`` lists
+    every process of every input (an input that was itself merged contributes its own list),
+    each with the host it ran on. Start offsets between hosts come from the wall-clock stamps.
+
+    An input that was itself merged holds several processes' timelines summed in
+    ``tree_timeline`` only; the tree figures of the result would then miss its children, so
+    they are left out (reports fall back to the sum of the processes' peaks, which stays
+    exact). Raises ValueError for fewer than two profiles or one given twice."""
+    names = list(sources) if sources is not None else [f"profile {i + 1}"
+                                                       for i in range(len(profiles))]
+    if len(profiles) < 2:
+        raise ValueError("merge needs at least two profiles")
+    seen: dict[tuple, str] = {}
+    for profile, name in zip(profiles, names):
+        key = (profile.hostname, profile.pid, profile.started_at)
+        if key in seen:
+            raise ValueError(f"{name} is the same run as {seen[key]} (pid {profile.pid} on "
+                             f"{profile.hostname or 'an unnamed host'}, started "
+                             f"{profile.started_at}): merging it twice would count it twice")
+        seen[key] = name
+    order = sorted(range(len(profiles)), key=lambda i: _wall(profiles[i].started_at))
+    base, rest = profiles[order[0]], [profiles[i] for i in order[1:]]
+    merged = merge_processes(base, rest).to_dict()
+    processes = []
+    for profile in (base, *rest):
+        offset = 0.0 if profile is base else _start_offset_s(base, profile)
+        own = [r.to_dict() for r in profile.processes or ()] or [process_record(profile)]
+        for record in own:
+            if record.get("merged", True):
+                record["start_offset_s"] = (record.get("start_offset_s") or 0.0) + offset
+            if profile.hostname and "hostname" not in record:
+                record["hostname"] = profile.hostname
+            processes.append(record)
+    merged["processes"] = processes
+    _recount(merged, (base, *rest))
+    if any(len(p.processes or ()) > 1 for p in (base, *rest)):
+        for name in ("tree_timeline", "tree_peak_bytes", "tree_peak_time_s"):
+            merged.pop(name, None)
+        for record in merged["files"].values():
+            for line in record["lines"]:
+                line.pop("live_at_tree_peak_bytes", None)
+    sums = [p.peak_bytes_sum if p.peak_bytes_sum is not None else p.peak_bytes
+            for p in (base, *rest)]
+    if all(s is not None for s in sums):
+        merged["peak_bytes_sum"] = sum(sums)
+    return Profile.from_dict(merged, source="merge_profiles")
+
+
+def _recount(doc: dict, inputs: Sequence[Profile]) -> None:
+    """``processes`` per line and function: the sum of the inputs' counts (1 for an input
+    that was not itself merged)."""
+    lines: dict[tuple[str, int], int] = {}
+    functions: dict[tuple[str, str, int], int] = {}
+    for profile in inputs:
+        for filename, record in profile.to_dict().get("files", {}).items():
+            for line in record.get("lines", ()):
+                key = (filename, line["lineno"])
+                lines[key] = lines.get(key, 0) + line.get("processes", 1)
+            for function in record.get("functions", ()):
+                key = (filename, function["name"], function["lineno"])
+                functions[key] = functions.get(key, 0) + function.get("processes", 1)
+    for filename, record in doc["files"].items():
+        for line in record["lines"]:
+            line["processes"] = lines.get((filename, line["lineno"]), 1)
+        for function in record["functions"]:
+            function["processes"] = functions.get((filename, function["name"],
+                                                   function["lineno"]), 1)

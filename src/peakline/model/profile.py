@@ -601,9 +601,12 @@ class ProcessRecord(_Record):
     start_offset_s: float | None = None
     cpu_s: float | None = None
     not_merged_reason: str | None = None
+    hostname: str | None = None
+    node_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("pid", _count), _Field("program", _str), _Field("argv", _list_of(_str), list),
+               _optional("hostname", _str), _optional("node_id", _str),
                _Field("merged", _bool), _optional("parent_pid", _nullable(_count)),
                _optional("started_at", _nullable(_utc_timestamp)),
                _optional("elapsed_s", _nullable(_seconds)), _optional("exit_code", _nullable(_int)),
@@ -650,10 +653,13 @@ class Profile(_Record):
     tree_peak_bytes: int | None = None
     tree_peak_time_s: float | None = None
     tree_timeline: list | None = None
+    hostname: str | None = None
+    node_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (
         _Field("program", _str), _Field("argv", _list_of(_str), list),
+        _optional("hostname", _str), _optional("node_id", _str),
         _Field("python_version", _str), _Field("platform", _str), _Field("pid", _count),
         _Field("started_at", _utc_timestamp), _Field("elapsed_s", _seconds),
         _Field("exit_code", _nullable(_int)),

@@ -97,8 +97,12 @@ def _phases_and_processes(view: _View) -> None:
         view.emit()
         merged = sum(1 for r in p.processes if r.merged)
         view.emit(f"Processes ({merged} of {len(p.processes)} merged into this report)", _BOLD)
+        hosts = {r.hostname for r in p.processes if r.hostname}
         for r in p.processes:
             parts = [f"pid {r.pid}", printable(" ".join(r.argv) or r.program or "?")]
+            if len(hosts) > 1 or r.node_id is not None:  # where it ran, once that tells apart
+                parts.insert(1, "on " + printable(r.hostname or "?")
+                             + (f" (node {printable(r.node_id)})" if r.node_id is not None else ""))
             if not r.merged:
                 parts.append(f"not merged ({r.not_merged_reason})" if r.not_merged_reason
                              else "not merged (still running or no profile)")
