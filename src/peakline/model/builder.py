@@ -239,7 +239,17 @@ def _header(meta: Mapping[str, Any], selection: FileSelection,
         "options": options,
         "hostname": meta.get("hostname") or os.uname().nodename,
         **({"node_id": node_id} if (node_id := meta.get("node_id") or _node_id()) else {}),
+        **({"rank": rank} if (rank := _rank()) is not None else {}),
     }
+
+
+def _rank() -> int | None:
+    """The process's rank in a torch.distributed job (torchrun, or any launcher of its
+    environment convention: RANK with WORLD_SIZE)."""
+    rank, world = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+    if rank is None or world is None or not rank.isdigit():
+        return None
+    return int(rank)
 
 
 # Where a launcher names the node a process runs on (checked in this order): torchrun's node

@@ -73,6 +73,8 @@ def process_record(profile: Profile, *, merged: bool = True,
         record["hostname"] = profile.hostname
     if profile.node_id is not None:
         record["node_id"] = profile.node_id
+    if profile.rank is not None:
+        record["rank"] = profile.rank
     if profile.memory is not None and profile.peak_bytes is not None:
         record["peak_time_s"] = profile.memory.peak_time_s
     if start_offset_s is not None:

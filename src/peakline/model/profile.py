@@ -603,10 +603,11 @@ class ProcessRecord(_Record):
     not_merged_reason: str | None = None
     hostname: str | None = None
     node_id: str | None = None
+    rank: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("pid", _count), _Field("program", _str), _Field("argv", _list_of(_str), list),
-               _optional("hostname", _str), _optional("node_id", _str),
+               _optional("hostname", _str), _optional("node_id", _str), _optional("rank", _count),
                _Field("merged", _bool), _optional("parent_pid", _nullable(_count)),
                _optional("started_at", _nullable(_utc_timestamp)),
                _optional("elapsed_s", _nullable(_seconds)), _optional("exit_code", _nullable(_int)),
@@ -655,11 +656,12 @@ class Profile(_Record):
     tree_timeline: list | None = None
     hostname: str | None = None
     node_id: str | None = None
+    rank: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (
         _Field("program", _str), _Field("argv", _list_of(_str), list),
-        _optional("hostname", _str), _optional("node_id", _str),
+        _optional("hostname", _str), _optional("node_id", _str), _optional("rank", _count),
         _Field("python_version", _str), _Field("platform", _str), _Field("pid", _count),
         _Field("started_at", _utc_timestamp), _Field("elapsed_s", _seconds),
         _Field("exit_code", _nullable(_int)),

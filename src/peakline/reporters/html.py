@@ -29,6 +29,7 @@ from peakline.reporters._filters import (DEFAULT_CPU_PERCENT_THRESHOLD,
                                          DEFAULT_MALLOC_THRESHOLD_BYTES, ReportFilter)
 from peakline.reporters._highlights import (HOT_PERCENT, blas_buffer_note, peak_basis,
                                             peak_holders, possible_leaks)
+from peakline.reporters._processes import label, rank_highlights
 from peakline.reporters._source import read_source
 
 _TEMPLATE_FILES = ("report.html", "report.css", "charts.js", "report.js")
@@ -77,6 +78,7 @@ def page_data(profile: Profile, rules: ReportFilter) -> dict[str, Any]:
         "peakBasis": _basis(profile),
         "blasNote": " \u00b7 ".join(blas_buffer_note(profile) or []),
         "leaks": [[f, line.lineno] for f, line in possible_leaks(profile)],
+        "rankHighlights": [[what, label(r), figure] for what, r, figure in rank_highlights(profile)],
         "settings": {
             "version": __version__,
             "hotPercent": HOT_PERCENT,

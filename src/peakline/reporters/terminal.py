@@ -42,6 +42,7 @@ from peakline.reporters._format import (compact_bytes, human_bytes, human_rate, 
                                         python_share, resample_max, sparkline)
 from peakline.reporters._highlights import (HOT_PERCENT, blas_buffer_note, peak_basis,
                                             peak_holders, possible_leaks)
+from peakline.reporters._processes import label, rank_highlights
 from peakline.reporters._source import read_source
 from peakline.reporters._text import duration, percent, printable, short_s
 
@@ -99,7 +100,7 @@ def _phases_and_processes(view: _View) -> None:
         view.emit(f"Processes ({merged} of {len(p.processes)} merged into this report)", _BOLD)
         hosts = {r.hostname for r in p.processes if r.hostname}
         for r in p.processes:
-            parts = [f"pid {r.pid}", printable(" ".join(r.argv) or r.program or "?")]
+            parts = [label(r), printable(" ".join(r.argv) or r.program or "?")]
             if len(hosts) > 1 or r.node_id is not None:  # where it ran, once that tells apart
                 parts.insert(1, "on " + printable(r.hostname or "?")
                              + (f" (node {printable(r.node_id)})" if r.node_id is not None else ""))
@@ -113,6 +114,9 @@ def _phases_and_processes(view: _View) -> None:
             if r.peak_bytes is not None:
                 parts.append(f"peak {human_bytes(r.peak_bytes)}")
             view.emit_parts(parts)
+        highlights = rank_highlights(p)
+        if highlights:
+            view.emit_parts([f"{what}: {label(r)} {figure}" for what, r, figure in highlights])
         if p.peak_bytes_sum is not None:
             parts = []
             if p.tree_peak_bytes is not None:

@@ -334,6 +334,26 @@
     wrap.appendChild(t.table);
   }
 
+  /* merged profiles: one row per process (worker, rank), with the host it ran on */
+  function processes() {
+    var procs = P.processes || [];
+    if (procs.length < 2) return;
+    var section = document.getElementById("processes"), wrap = section.querySelector(".table-wrap");
+    section.hidden = false;
+    if (data.rankHighlights.length) wrap.appendChild(el("p", "note", data.rankHighlights.map(function (h) { return h[0] + ": " + h[1] + " " + h[2]; }).join(" \u00b7 ")));
+    var opt = function (v) { return v === undefined || v === null ? null : v; };
+    var cols = [
+      { label: "pid", value: function (r) { return r.pid; } },
+      { label: "host", text: true, asc: true, value: function (r) { return opt(r.hostname) === null ? "" : r.hostname + (opt(r.node_id) === null ? "" : " (node " + r.node_id + ")"); } },
+      { label: "rank", value: function (r) { return opt(r.rank); } },
+      { label: "program", text: true, asc: true, value: function (r) { return (r.argv || []).join(" ") || r.program || ""; } },
+      { label: "CPU", value: function (r) { return opt(r.cpu_s); }, show: function (r) { return opt(r.cpu_s) === null ? "" : PL.fmtSeconds(r.cpu_s); } },
+      { label: "elapsed", value: function (r) { return opt(r.elapsed_s); }, show: function (r) { return opt(r.elapsed_s) === null ? "" : PL.fmtSeconds(r.elapsed_s); } },
+      { label: "peak", value: function (r) { return opt(r.peak_bytes); }, show: function (r) { return opt(r.peak_bytes) === null ? "" : PL.fmtBytes(r.peak_bytes); } },
+      { label: "merged", text: true, value: function (r) { return r.merged ? "yes" : (r.not_merged_reason || "no (still running or no profile)"); } }];
+    wrap.appendChild(table(cols, procs).table);
+  }
+
   function flame() {
     var graph = document.getElementById("flame-graph"), bar = el("div", "toolbar"), lab = el("label"), box = el("input");
     box.type = "checkbox"; box.checked = true; box.id = "fold-library";
@@ -356,6 +376,7 @@
   memory();
   files();
   functions();
+  processes();
   flame();
   footer();
 })();
