@@ -117,6 +117,12 @@ nb::dict Collect() {
     gpu["stats"] = gstats;
     out["gpu"] = gpu;
   }
+  nb::list activity;
+  for (const auto& [cpu_ns, frame] : snap.activity) activity.append(nb::make_tuple(cpu_ns, frame));
+  nb::dict activity_out;
+  activity_out["width_ns"] = snap.activity_width_ns;
+  activity_out["buckets"] = activity;
+  out["activity"] = activity_out;
   out["frames"] = frames;
   out["stacks"] = stacks;
   out["threads"] = threads;

@@ -241,6 +241,16 @@ void Aggregator::Tick(bool measure_wait, bool scan_native) {
   MainThreadStack(&main_stack_);  // for the samples of the next interval
   stitch_stack_ = main_stack_;
   stitch_stack_valid_ = true;
+  // The line the main thread is on (its innermost reported frame; the stack is leaf first):
+  // where the parent waits while its pool workers work.
+  uint32_t main_frame = 0;
+  for (uint32_t id : main_stack_) {
+    if (reported_.Reported(table_.frames()[id].file_id)) {
+      main_frame = id + 1;
+      break;
+    }
+  }
+  activity_.NoteMainFrame(now, main_frame);
 }
 
 void Aggregator::RegisterPythonThreads() {
@@ -394,6 +404,7 @@ void Aggregator::ProcessSample(ThreadSlot* slot, const SampleHeader& header,
       ++stats_.wait_samples;
     }
   }
+  activity_.AddCpu(header.wall_ns > 0 ? header.wall_ns : MonotonicNowNs(), header.cpu_delta_ns);
   StitchToMain(slot->tid, ids, frames + n_own, header.nframes - n_own);
   const uint32_t index = table_.StackIndex(slot->tid, ids->data(), ids->size());
   profile::StackCounters& c = table_.counters(index);
@@ -515,6 +526,7 @@ void Aggregator::ThreadFinishing(pid_t tid) {
       native = false;
     }
     profile::StackCounters& c = table_.counters(index);
+    activity_.AddCpu(MonotonicNowNs(), rest);
     (native ? c.cpu_native_ns : c.cpu_python_ns) += rest - system;
     c.cpu_system_ns += system;
     ++stats_.finished_threads;

@@ -157,7 +157,32 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
             unattributed_alloc_bytes=memory.unattributed_alloc_bytes if memory else 0,
             start_monotonic_ns=stats.get("start_monotonic_ns")))
     gpu_builder.add_fields(document, raw.get("gpu"), raw.get("stacks", ()), frames, reported)
+    activity = _activity(raw.get("activity"), frames, reported)
+    if activity is not None:
+        document["activity"] = activity
     return Profile.from_dict(document, source="build_profile")
+
+
+def _activity(raw: Any, frames: list, reported: list) -> dict[str, Any] | None:
+    """The core's time buckets (profile/time_buckets.h) as the profile's ``activity``: CPU
+    seconds per bucket and the main thread's line, as an index into ``lines``."""
+    if not raw or not raw.get("buckets") or raw.get("width_ns", 0) <= 0:
+        return None
+    lines: list[list] = []
+    index: dict[tuple[str, int], int] = {}
+    cpu_s, main_line = [], []
+    for cpu_ns, frame in raw["buckets"]:
+        cpu_s.append(max(0, cpu_ns) / _NS_PER_S)
+        if 0 <= frame < len(frames) and reported[frame]:
+            key = (frames[frame][0], frames[frame][3])
+            if key not in index:
+                index[key] = len(lines)
+                lines.append(list(key))
+            main_line.append(index[key])
+        else:
+            main_line.append(-1)
+    return {"bucket_s": raw["width_ns"] / _NS_PER_S, "cpu_s": cpu_s, "lines": lines,
+            "main_line": main_line}
 
 
 def _is_runpy(filename: str) -> bool:

@@ -152,11 +152,49 @@ def merge_processes(parent: Profile, children: Sequence[Profile],
             for line in record["lines"]:
                 if "live_at_peak_bytes" in line:
                     line["live_at_tree_peak_bytes"] = held.get((filename, line["lineno"]), 0)
+    submitted = _submitted_work(parent, children, offsets[1:])
+    if submitted is not None:
+        doc["submitted_work"] = submitted
     rss = [p.peak_rss_bytes for p in (parent, *children) if p.peak_rss_bytes is not None]
     if rss:
         doc["peak_rss_bytes"] = max(rss)
     doc["processes"] = processes
     return Profile.from_dict(doc, source="merge_processes")
+
+
+def _submitted_work(parent: Profile, children: Sequence[Profile],
+                    offsets: Sequence[float]) -> dict[str, Any] | None:
+    """The children's CPU charged to the parent line that waited for it, by time: each
+    bucket of a child's ``activity`` goes to the line the parent's main thread was on at that
+    bucket's middle (on the parent's clock), or to ``unlinked_cpu_s`` when the parent's main
+    thread was on no reported line then (or had ended). None without the parent's activity or
+    any child's."""
+    timeline = parent.activity
+    if not timeline or not any(c.activity for c in children):
+        return None
+    width, main, lines = timeline["bucket_s"], timeline["main_line"], timeline["lines"]
+    per_line: dict[tuple[str, int], dict[str, Any]] = {}
+    unlinked = 0.0
+    for child, offset in zip(children, offsets):
+        activity = child.activity
+        if not activity:
+            continue
+        for i, cpu in enumerate(activity["cpu_s"]):
+            if cpu <= 0:
+                continue
+            j = int((offset + (i + 0.5) * activity["bucket_s"]) // width)
+            where = main[j] if 0 <= j < len(main) else -1
+            if where < 0:
+                unlinked += cpu
+                continue
+            key = tuple(lines[where])
+            row = per_line.setdefault(key, {"file": key[0], "lineno": key[1], "cpu_s": 0.0,
+                                            "pids": []})
+            row["cpu_s"] += cpu
+            if child.pid not in row["pids"]:
+                row["pids"].append(child.pid)
+    rows = sorted(per_line.values(), key=lambda r: (-r["cpu_s"], r["file"], r["lineno"]))
+    return {"lines": rows, "unlinked_cpu_s": unlinked}
 
 
 def _count_processes(doc: dict, line_procs: dict, function_procs: dict) -> None:
@@ -380,6 +418,21 @@ def merge_profiles(profiles: Sequence[Profile], sources: Sequence[str] | None = 
             processes.append(record)
     merged["processes"] = processes
     _recount(merged, (base, *rest))
+    # Work is linked to a waiting line within one process tree only (one clock, one parent):
+    # each input's own links are kept, summed; none is made across inputs.
+    merged.pop("submitted_work", None)
+    own = [p.submitted_work for p in (base, *rest) if p.submitted_work]
+    if own:
+        rows: dict[tuple[str, int], dict[str, Any]] = {}
+        for work in own:
+            for row in work["lines"]:
+                into = rows.setdefault((row["file"], row["lineno"]), {
+                    "file": row["file"], "lineno": row["lineno"], "cpu_s": 0.0, "pids": []})
+                into["cpu_s"] += row["cpu_s"]
+                into["pids"].extend(p for p in row["pids"] if p not in into["pids"])
+        merged["submitted_work"] = {
+            "lines": sorted(rows.values(), key=lambda r: (-r["cpu_s"], r["file"], r["lineno"])),
+            "unlinked_cpu_s": sum(w["unlinked_cpu_s"] for w in own)}
     if any(len(p.processes or ()) > 1 for p in (base, *rest)):
         for name in ("tree_timeline", "tree_peak_bytes", "tree_peak_time_s"):
             merged.pop(name, None)

@@ -125,6 +125,26 @@ def _phases_and_processes(view: _View) -> None:
             parts.append(f"sum of the processes' own peaks {human_bytes(p.peak_bytes_sum)} "
                          f"(the most they could hold together)")
             view.emit_parts(parts)
+        _submitted_work(view)
+
+
+def _submitted_work(view: _View) -> None:
+    """The children's CPU charged to the parent line that waited for it (by time)."""
+    work = view.profile.submitted_work
+    if not work or not work["lines"]:
+        return
+    view.emit()
+    view.emit("Child processes' CPU, charged to the parent line that waited for it", _BOLD)
+    rows = work["lines"][:10]
+    places = [view.place(r["file"], r["lineno"]) for r in rows]
+    pw = max(map(len, places))
+    for row, place in zip(rows, places):
+        n = len(row["pids"])
+        view.emit(f"  {place:<{pw}} CPU {duration(row['cpu_s']):>9} in {n} "
+                  f"process{'es' if n != 1 else ''}  {view.source_text(row['file'], row['lineno'])}")
+    if work["unlinked_cpu_s"] >= 0.01:
+        view.emit(f"  {duration(work['unlinked_cpu_s'])} more ran while the parent's main thread "
+                  f"was on no reported line (or had ended)")
 
 
 # ---- columns ------------------------------------------------------------------------------

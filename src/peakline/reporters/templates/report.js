@@ -352,6 +352,20 @@
       { label: "peak", value: function (r) { return opt(r.peak_bytes); }, show: function (r) { return opt(r.peak_bytes) === null ? "" : PL.fmtBytes(r.peak_bytes); } },
       { label: "merged", text: true, value: function (r) { return r.merged ? "yes" : (r.not_merged_reason || "no (still running or no profile)"); } }];
     wrap.appendChild(table(cols, procs).table);
+    var work = P.submitted_work;
+    if (work && work.lines.length) {
+      wrap.appendChild(el("h3", null, "Child processes' CPU, charged to the parent line that waited for it"));
+      wrap.appendChild(el("p", "hint", "A child's CPU in each interval goes to the line the parent's main thread was on then (a pool call, a fit with n_jobs)." +
+        (work.unlinked_cpu_s >= 0.01 ? " " + PL.fmtSeconds(work.unlinked_cpu_s) + " more ran while the parent's main thread was on no reported line." : "")));
+      var wcols = [
+        { label: "line", text: true, asc: true, value: function (r) { return place(r.file, r.lineno); }, show: function (r) { return linkTo(r.file, r.lineno); } },
+        { label: "source", text: true, nosort: true, value: function (r) { return sourceLine(r.file, r.lineno); } },
+        { label: "CPU", value: function (r) { return r.cpu_s; }, show: function (r) { return PL.fmtSeconds(r.cpu_s); } },
+        { label: "processes", value: function (r) { return r.pids.length; } }];
+      var wt = table(wcols, work.lines);
+      wt.sortBy(2, true);
+      wrap.appendChild(wt.table);
+    }
   }
 
   function flame() {
