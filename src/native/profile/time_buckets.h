@@ -14,6 +14,7 @@
 #ifndef PEAKLINE_PROFILE_TIME_BUCKETS_H_
 #define PEAKLINE_PROFILE_TIME_BUCKETS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -44,7 +45,7 @@ class TimeBuckets {
   int64_t width_ns() const { return width_ns_; }
   // Up to the last bucket that holds anything.
   std::vector<Bucket> Used() const {
-    size_t n = buckets_.size();
+    std::size_t n = buckets_.size();
     while (n > 0 && buckets_[n - 1].cpu_ns == 0 && buckets_[n - 1].votes == 0) --n;
     return std::vector<Bucket>(buckets_.begin(), buckets_.begin() + n);
   }
@@ -57,7 +58,7 @@ class TimeBuckets {
       Coarsen();
       i = (t_ns - start_ns_) / width_ns_;
     }
-    return &buckets_[static_cast<size_t>(i)];
+    return &buckets_[static_cast<std::size_t>(i)];
   }
   void Coarsen() {
     for (int i = 0; i < kBuckets / 2; ++i) {
