@@ -88,3 +88,18 @@ def test_merge_refuses_foreign_corrupt_repeated_and_lonely_profiles(app_profile,
     result = _merge_cli(tmp_path, "a.json", "--outfile", "out.json")
     assert result.returncode == 3 and "at least two profiles" in result.stderr
     assert not (tmp_path / "out.json").exists()
+
+
+def test_a_worker_killed_mid_task_is_listed_as_lost(tmp_path):
+    from peakline_proc import PROGRAMS, run_peakline
+
+    program = PROGRAMS / "worker_dies.py"
+    result = run_peakline([str(program)], tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "worker exit -9" in result.stdout
+    doc = result.profile()
+    lost = [p for p in doc["processes"] if not p["merged"]]
+    # The spawn worker (and multiprocessing's resource tracker, which outlives nothing here
+    # but may still be running) are listed without measurements; the killed one is among them.
+    assert any("--multiprocessing-fork" in " ".join(p["argv"]) for p in lost), doc["processes"]
+    assert "not merged (still running or no profile)" in result.stderr
