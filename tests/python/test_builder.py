@@ -237,7 +237,7 @@ def test_built_profile_is_valid_json_in_the_documented_shape(app_profile):
     assert list(data)[:2] == ["format", "version"]
     assert set(data) == {"format", "version", "program", "argv", "python_version", "platform",
                          "pid", "started_at", "elapsed_s", "exit_code", "options", "sampling",
-                         "totals", "threads", "files", "stacks"}
+                         "totals", "threads", "files", "stacks", "hostname"}
     record = next(iter(data["files"].values()))
     assert set(record["lines"][0]) == {"lineno", "cpu_python_s", "cpu_native_s",
                                        "cpu_system_s", "wait_s", "run_delay_s", "samples"}

@@ -269,6 +269,12 @@ def test_merged_processes_report_names_the_tree_peak(browser, tmp_path):
         held = page.locator("#peak-holders tbody tr", has_text="LINE hold_100")
         assert held.count() == 1 and "100.0 MiB" in held.text_content()
         assert abs(tree_peak - 150 * (1 << 20)) < 6 * (1 << 20)
+        # The per-process breakdown: one row per process, the parent first.
+        processes = json.loads((tmp_path / "p.json").read_text())["processes"]
+        assert page.locator("#processes").is_visible()
+        rows = page.locator("#processes table").first.locator("tbody tr")
+        assert rows.count() == len(processes)
+        assert rows.first.locator("td").first.text_content() == str(processes[0]["pid"])
         shoot(page, "html-merged-processes")
         assert problems == []
     finally:

@@ -78,6 +78,15 @@ def test_joblib_scikit_learn_n_jobs_2_finishes_and_is_profiled(tmp_path):
     result = run_peakline([str(JOBLIB)], tmp_path, timeout=180)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "scores" in result.stdout
+    # The workers run only library code (the fits): their CPU is charged to the parent line
+    # that waited for it, cross_val_score(..., n_jobs=2), in the submitted-work view.
+    profile = result.profile()
+    work = profile["submitted_work"]
+    top = work["lines"][0]
+    assert (top["file"], top["lineno"]) == (str(JOBLIB), marked_lines(JOBLIB)["fit"]), work
+    children_cpu = sum(p["cpu_s"] for p in profile["processes"][1:] if p["merged"])
+    assert top["cpu_s"] >= 0.6 * children_cpu, (work, children_cpu)
+    assert "charged to the parent line that waited for it" in result.stderr
     profile = result.profile()
     workers = [p for p in _merged(profile)
                if p["pid"] != profile["pid"] and "loky" in p["program"]]

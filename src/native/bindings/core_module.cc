@@ -8,6 +8,7 @@
 #include <string>
 
 #include "attach/ptrace_injector.h"
+#include "engine/code_resolver.h"
 #include "engine/native_thread_ids.h"
 #include "engine/profiler.h"
 #include "engine/signal_watch.h"
@@ -119,6 +120,12 @@ nb::dict Collect() {
     gpu["stats"] = gstats;
     out["gpu"] = gpu;
   }
+  nb::list activity;
+  for (const auto& [cpu_ns, frame] : snap.activity) activity.append(nb::make_tuple(cpu_ns, frame));
+  nb::dict activity_out;
+  activity_out["width_ns"] = snap.activity_width_ns;
+  activity_out["buckets"] = activity;
+  out["activity"] = activity_out;
   out["frames"] = frames;
   out["stacks"] = stacks;
   out["threads"] = threads;
@@ -159,6 +166,9 @@ NB_MODULE(_core, m) {
   m.def("thread_finishing", &peakline::engine::ThreadFinishing,
         "Called by a Python thread last thing (engine/profiler.h).");
   m.def("collect", &Collect);
+  m.def("set_dynamic_code_locator", [](nb::object locator) {
+    peakline::engine::SetDynamicCodeLocator(locator.is_none() ? nullptr : locator.ptr());
+  }, nb::arg("locator").none());
   m.def("reset_after_fork", &peakline::engine::ResetAfterForkInChild);
   m.def("watch_signal", &WatchSignal, nb::arg("signo"),
         "Make sure the Python handler of this signal runs (engine/signal_watch.h).");

@@ -244,6 +244,16 @@ void Aggregator::Tick(bool measure_wait, bool scan_native) {
   MainThreadStack(&main_stack_);  // for the samples of the next interval
   stitch_stack_ = main_stack_;
   stitch_stack_valid_ = true;
+  // The line the main thread is on (its innermost reported frame; the stack is leaf first):
+  // where the parent waits while its pool workers work.
+  uint32_t main_frame = 0;
+  for (uint32_t id : main_stack_) {
+    if (reported_.Reported(table_.frames()[id].file_id)) {
+      main_frame = id + 1;
+      break;
+    }
+  }
+  activity_.NoteMainFrame(now, main_frame);
 }
 
 void Aggregator::RegisterPythonThreads() {
@@ -417,6 +427,7 @@ void Aggregator::ProcessSample(ThreadSlot* slot, const SampleHeader& header,
       ++stats_.wait_samples;
     }
   }
+  activity_.AddCpu(header.wall_ns > 0 ? header.wall_ns : MonotonicNowNs(), header.cpu_delta_ns);
   StitchToMain(slot->tid, ids, frames + n_own, header.nframes - n_own);
   const uint32_t index = table_.StackIndex(slot->tid, ids->data(), ids->size());
   profile::StackCounters& c = table_.counters(index);
@@ -538,6 +549,7 @@ void Aggregator::ThreadFinishing(pid_t tid) {
       native = false;
     }
     profile::StackCounters& c = table_.counters(index);
+    activity_.AddCpu(MonotonicNowNs(), rest);
     (native ? c.cpu_native_ns : c.cpu_python_ns) += rest - system;
     c.cpu_system_ns += system;
     ++stats_.finished_threads;
@@ -586,6 +598,7 @@ bool Aggregator::BeforeCodeFreed(PyObject* code) {
   // samples that name it are resolved. If another operation is suspended in a Python callback
   // (on this thread or another) that is the one; otherwise this call becomes the owner.
   kept_codes_.push_back(code);
+  resolver_.MarkDying(code);
   if (busy_) {
     ++stats_.deferred_code_frees;
     return true;

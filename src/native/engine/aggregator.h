@@ -52,6 +52,7 @@
 #include "engine/thread_slot.h"
 #include "gpu/gpu_aggregator.h"
 #include "profile/stack_table.h"
+#include "profile/time_buckets.h"
 
 namespace peakline::engine {
 
@@ -110,6 +111,8 @@ class Aggregator {
   bool busy() const { return busy_; }  // an operation is under way (maybe suspended)
   const AggregatorConfig& config() const { return config_; }
   std::vector<ThreadSummary> Threads() const;
+  // When the process used its CPU and which line its main thread was on (time_buckets.h).
+  const profile::TimeBuckets& activity() const { return activity_; }
   int64_t DroppedSamples() const;
 
   // GIL held, on thread tid itself (profiler.h, ThreadStarted / ThreadFinishing). Skipped
@@ -195,6 +198,7 @@ class Aggregator {
   std::vector<uint32_t> scratch_ids_;
   std::vector<uint32_t> main_ids_;
   std::vector<uint32_t> main_stack_;
+  profile::TimeBuckets activity_{config_.start_ns, config_.tick_ns};
   bool main_stack_valid_ = false;
   std::vector<uint32_t> stitch_stack_;  // the main thread's stack at the previous tick
   bool stitch_stack_valid_ = false;

@@ -1,5 +1,6 @@
 #include "engine/code_resolver.h"
 
+#include <string>
 #include <string_view>
 
 namespace peakline::engine {
@@ -18,6 +19,28 @@ std::string_view Utf8(PyObject* s) {
 }
 
 destructor g_original_dealloc = nullptr;
+PyObject* g_dynamic_code_locator = nullptr;  // strong reference; GIL held
+
+// The file of a "<dynamic-code>" code object as the locator names it, or "" when it cannot.
+// A Python call: it may hand the GIL over; code stays valid (frees are deferred meanwhile).
+std::string LocateDynamicCode(PyCodeObject* code, bool alive) {
+  if (g_dynamic_code_locator == nullptr) return "";
+  PyObject* locator = g_dynamic_code_locator;
+  Py_INCREF(locator);
+  PyObject* args[] = {alive ? reinterpret_cast<PyObject*>(code) : Py_None, code->co_qualname,
+                      PyLong_FromLong(code->co_firstlineno), PyLong_FromSsize_t(Py_SIZE(code))};
+  std::string file;
+  if (args[2] != nullptr && args[3] != nullptr) {
+    PyObject* result = PyObject_Vectorcall(locator, args, 4, nullptr);
+    if (result != nullptr && PyUnicode_Check(result)) file = std::string(Utf8(result));
+    Py_XDECREF(result);
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  Py_XDECREF(args[2]);
+  Py_XDECREF(args[3]);
+  Py_DECREF(locator);
+  return file == "<?>" ? std::string() : file;
+}
 bool (*g_before_free)(PyObject*) = nullptr;
 
 void HookedCodeDealloc(PyObject* code) {
@@ -39,7 +62,10 @@ uint32_t CodeResolver::Resolve(PyObject* code_obj, int32_t lasti) {
   auto it = codes_.find(code_obj);
   if (it == codes_.end()) {
     CodeInfo info;
-    info.file_id = table_->InternString(Utf8(code->co_filename));
+    const std::string_view file = Utf8(code->co_filename);
+    std::string located;
+    if (file == kDynamicCodeFile) located = LocateDynamicCode(code, dying_.count(code_obj) == 0);
+    info.file_id = table_->InternString(located.empty() ? file : std::string_view(located));
 #if PY_VERSION_HEX >= 0x030B0000
     info.function_id = table_->InternString(Utf8(code->co_qualname));
 #else
@@ -59,6 +85,13 @@ uint32_t CodeResolver::Resolve(PyObject* code_obj, int32_t lasti) {
       profile::FrameKey{info.file_id, info.function_id, info.first_lineno, line});
   info.frame_by_lasti.emplace(lasti, id);
   return id;
+}
+
+void SetDynamicCodeLocator(PyObject* locator) {
+  Py_XINCREF(locator);
+  PyObject* old = g_dynamic_code_locator;
+  g_dynamic_code_locator = locator;
+  Py_XDECREF(old);
 }
 
 void FinishCodeDealloc(PyObject* code) {

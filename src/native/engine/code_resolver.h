@@ -16,6 +16,7 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -35,8 +36,12 @@ class CodeResolver {
   // not be resolved.
   void Forget(const void* code) {
     codes_.erase(code);
+    dying_.erase(code);
     dead_.insert(code);
   }
+  // code's reference count reached zero (the dealloc hook keeps it until Forget()): its
+  // fields are intact, but it must not be handed to Python code any more.
+  void MarkDying(const void* code) { dying_.insert(code); }
   // After the deallocation, once those samples are drained: the address may now belong to a
   // new code object, whose samples must resolve.
   void Revive(const void* code) { dead_.erase(code); }
@@ -52,7 +57,18 @@ class CodeResolver {
   profile::StackTable* table_;
   std::unordered_map<const void*, CodeInfo> codes_;
   std::unordered_set<const void*> dead_;
+  std::unordered_set<const void*> dying_;
 };
+
+// Code objects built at run time by cloudpickle (how joblib/loky and Dask ship a function
+// defined in __main__ or pickled by value) have co_filename "<dynamic-code>": the real file
+// is not in the code object, only in the globals of the function rebuilt around it
+// (`__file__`). locator: callable(code | None, qualname, first_lineno, n_code_units) ->
+// str | None, asked once per such code object (None while the object is being freed: then
+// only what it learnt before can answer); its answer replaces the file name. Set by the
+// session (peakline/_dynamic_code.py); nullptr clears it. GIL held.
+inline constexpr std::string_view kDynamicCodeFile = "<dynamic-code>";
+void SetDynamicCodeLocator(PyObject* locator);
 
 // Installs `before_free` to run (GIL held) just before any code object is deallocated.
 // before_free returns true to keep the object for now: its reference count is zero and

@@ -320,6 +320,14 @@ Snapshot CollectProfile() {
   for (const ThreadSummary& t : g_finished->Threads()) {
     snap.threads.emplace_back(t.tid, t.python, t.cpu_ns, t.wait_ns, t.run_delay_ns);
   }
+  snap.activity_width_ns = g_finished->activity().width_ns();
+  // A bucket that no tick fell in (ticks are 20 ms apart, give or take) keeps the line of
+  // the last observation: the main thread was there until a tick saw otherwise.
+  int64_t main_frame = -1;
+  for (const profile::TimeBuckets::Bucket& b : g_finished->activity().Used()) {
+    if (b.votes > 0) main_frame = static_cast<int64_t>(b.frame) - 1;
+    snap.activity.emplace_back(b.cpu_ns, main_frame);
+  }
   if (const MemoryAggregator* mem = g_finished->memory()) {
     snap.memory = true;
     for (const profile::StackRow& row : table.stacks()) {

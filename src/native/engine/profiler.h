@@ -46,6 +46,10 @@ struct Snapshot {
   // (tid, python, cpu_ns, wait_ns, run_delay_ns)
   std::vector<std::tuple<pid_t, bool, int64_t, int64_t, int64_t>> threads;
   std::vector<std::pair<std::string, int64_t>> stats;
+  // When the process used its CPU and which frame its main thread was on (time_buckets.h):
+  // buckets of activity_width_ns from the session's start; frame -1 = no reported frame.
+  int64_t activity_width_ns = 0;
+  std::vector<std::pair<int64_t, int64_t>> activity;  // (cpu_ns, frame id or -1)
   struct MemoryStack {  // parallel to `stacks`
     int64_t alloc_python_bytes, alloc_native_bytes, free_bytes, live_bytes, live_at_peak_bytes,
         copy_bytes, alloc_samples;

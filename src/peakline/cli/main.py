@@ -20,6 +20,7 @@ commands:
   attach   profile a running Python process for a while, then leave it running as before
   serve    run the validation server (history, verdicts, co-location planner, web UI)
   push     upload a profile to a validation server and print its verdict
+  merge    merge profiles taken anywhere (other hosts, workers) into one profile
 
 `peakline COMMAND --help` describes each command.
 """
@@ -36,6 +37,7 @@ COMMANDS = {
     "attach": "attach",
     "serve": "serve",
     "push": "push",
+    "merge": "merge",
 }
 
 

@@ -167,6 +167,9 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
             unattributed_alloc_bytes=memory.unattributed_alloc_bytes if memory else 0,
             start_monotonic_ns=stats.get("start_monotonic_ns")))
     gpu_builder.add_fields(document, raw.get("gpu"), raw.get("stacks", ()), frames, reported)
+    activity = _activity(raw.get("activity"), frames, reported)
+    if activity is not None:
+        document["activity"] = activity
     return Profile.from_dict(document, source="build_profile")
 
 
@@ -177,6 +180,26 @@ def _cgroup_fields(throttling: Any) -> dict[str, Any]:
         return {}
     seconds, periods = throttling
     return {"cgroup_throttled_s": float(seconds), "cgroup_throttled_periods": int(periods)}
+def _activity(raw: Any, frames: list, reported: list) -> dict[str, Any] | None:
+    """The core's time buckets (profile/time_buckets.h) as the profile's ``activity``: CPU
+    seconds per bucket and the main thread's line, as an index into ``lines``."""
+    if not raw or not raw.get("buckets") or raw.get("width_ns", 0) <= 0:
+        return None
+    lines: list[list] = []
+    index: dict[tuple[str, int], int] = {}
+    cpu_s, main_line = [], []
+    for cpu_ns, frame in raw["buckets"]:
+        cpu_s.append(max(0, cpu_ns) / _NS_PER_S)
+        if 0 <= frame < len(frames) and reported[frame]:
+            key = (frames[frame][0], frames[frame][3])
+            if key not in index:
+                index[key] = len(lines)
+                lines.append(list(key))
+            main_line.append(index[key])
+        else:
+            main_line.append(-1)
+    return {"bucket_s": raw["width_ns"] / _NS_PER_S, "cpu_s": cpu_s, "lines": lines,
+            "main_line": main_line}
 
 
 def _is_runpy(filename: str) -> bool:
@@ -256,7 +279,32 @@ def _header(meta: Mapping[str, Any], selection: FileSelection,
         "elapsed_s": meta.get("elapsed_s"),
         "exit_code": meta.get("exit_code"),
         "options": options,
+        "hostname": meta.get("hostname") or os.uname().nodename,
+        **({"node_id": node_id} if (node_id := meta.get("node_id") or _node_id()) else {}),
+        **({"rank": rank} if (rank := _rank()) is not None else {}),
     }
+
+
+def _rank() -> int | None:
+    """The process's rank in a torch.distributed job (torchrun, or any launcher of its
+    environment convention: RANK with WORLD_SIZE)."""
+    rank, world = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+    if rank is None or world is None or not rank.isdigit():
+        return None
+    return int(rank)
+
+
+# Where a launcher names the node a process runs on (checked in this order): torchrun's node
+# rank (GROUP_RANK), Slurm's node index, an explicit PEAKLINE_NODE_ID.
+_NODE_ID_VARIABLES = ("PEAKLINE_NODE_ID", "GROUP_RANK", "SLURM_NODEID")
+
+
+def _node_id() -> str | None:
+    for name in _NODE_ID_VARIABLES:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
 
 
 def utc_timestamp(value: Any) -> Any:

@@ -72,6 +72,12 @@ def process_record(profile: Profile, *, merged: bool = True,
         "cpu_s": profile.totals.cpu_s,
         "merged": merged,
     }
+    if profile.hostname is not None:
+        record["hostname"] = profile.hostname
+    if profile.node_id is not None:
+        record["node_id"] = profile.node_id
+    if profile.rank is not None:
+        record["rank"] = profile.rank
     if profile.memory is not None and profile.peak_bytes is not None:
         record["peak_time_s"] = profile.memory.peak_time_s
     if start_offset_s is not None:
@@ -150,11 +156,49 @@ def merge_processes(parent: Profile, children: Sequence[Profile],
             for line in record["lines"]:
                 if "live_at_peak_bytes" in line:
                     line["live_at_tree_peak_bytes"] = held.get((filename, line["lineno"]), 0)
+    submitted = _submitted_work(parent, children, offsets[1:])
+    if submitted is not None:
+        doc["submitted_work"] = submitted
     rss = [p.peak_rss_bytes for p in (parent, *children) if p.peak_rss_bytes is not None]
     if rss:
         doc["peak_rss_bytes"] = max(rss)
     doc["processes"] = processes
     return Profile.from_dict(doc, source="merge_processes")
+
+
+def _submitted_work(parent: Profile, children: Sequence[Profile],
+                    offsets: Sequence[float]) -> dict[str, Any] | None:
+    """The children's CPU charged to the parent line that waited for it, by time: each
+    bucket of a child's ``activity`` goes to the line the parent's main thread was on at that
+    bucket's middle (on the parent's clock), or to ``unlinked_cpu_s`` when the parent's main
+    thread was on no reported line then (or had ended). None without the parent's activity or
+    any child's."""
+    timeline = parent.activity
+    if not timeline or not any(c.activity for c in children):
+        return None
+    width, main, lines = timeline["bucket_s"], timeline["main_line"], timeline["lines"]
+    per_line: dict[tuple[str, int], dict[str, Any]] = {}
+    unlinked = 0.0
+    for child, offset in zip(children, offsets):
+        activity = child.activity
+        if not activity:
+            continue
+        for i, cpu in enumerate(activity["cpu_s"]):
+            if cpu <= 0:
+                continue
+            j = int((offset + (i + 0.5) * activity["bucket_s"]) // width)
+            where = main[j] if 0 <= j < len(main) else -1
+            if where < 0:
+                unlinked += cpu
+                continue
+            key = tuple(lines[where])
+            row = per_line.setdefault(key, {"file": key[0], "lineno": key[1], "cpu_s": 0.0,
+                                            "pids": []})
+            row["cpu_s"] += cpu
+            if child.pid not in row["pids"]:
+                row["pids"].append(child.pid)
+    rows = sorted(per_line.values(), key=lambda r: (-r["cpu_s"], r["file"], r["lineno"]))
+    return {"lines": rows, "unlinked_cpu_s": unlinked}
 
 
 def _count_processes(doc: dict, line_procs: dict, function_procs: dict) -> None:
@@ -248,6 +292,8 @@ def _start_offset_s(parent: Profile, child: Profile) -> float:
     before the sessions' zeros)."""
     zeros = [p.memory.start_monotonic_s if p.memory is not None else None
              for p in (parent, child)]
+    if parent.hostname != child.hostname:  # two machines' monotonic clocks do not compare
+        zeros = [None, None]
     if zeros[0] is not None and zeros[1] is not None:
         return zeros[1] - zeros[0]
     return (_wall(child.started_at) - _wall(parent.started_at)).total_seconds()
@@ -347,3 +393,90 @@ def _lines_at(profiles: Sequence[Profile], offsets: Sequence[float],
                 key = (filename, line.lineno)
                 held[key] = held.get(key, 0) + value
     return held
+
+
+def merge_profiles(profiles: Sequence[Profile], sources: Sequence[str] | None = None) -> Profile:
+    """Profiles taken anywhere (other hosts, a job array, shared storage) merged into one
+    (``peakline merge``). The earliest-started profile plays the parent: its run description
+    stays, the others are merged into it as by ``merge_processes``, and ``processes`` lists
+    every process of every input (an input that was itself merged contributes its own list),
+    each with the host it ran on. Start offsets between hosts come from the wall-clock stamps.
+
+    An input that was itself merged holds several processes' timelines summed in
+    ``tree_timeline`` only; the tree figures of the result would then miss its children, so
+    they are left out (reports fall back to the sum of the processes' peaks, which stays
+    exact). Raises ValueError for fewer than two profiles or one given twice."""
+    names = list(sources) if sources is not None else [f"profile {i + 1}"
+                                                       for i in range(len(profiles))]
+    if len(profiles) < 2:
+        raise ValueError("merge needs at least two profiles")
+    seen: dict[tuple, str] = {}
+    for profile, name in zip(profiles, names):
+        key = (profile.hostname, profile.pid, profile.started_at)
+        if key in seen:
+            raise ValueError(f"{name} is the same run as {seen[key]} (pid {profile.pid} on "
+                             f"{profile.hostname or 'an unnamed host'}, started "
+                             f"{profile.started_at}): merging it twice would count it twice")
+        seen[key] = name
+    order = sorted(range(len(profiles)), key=lambda i: _wall(profiles[i].started_at))
+    base, rest = profiles[order[0]], [profiles[i] for i in order[1:]]
+    merged = merge_processes(base, rest).to_dict()
+    processes = []
+    for profile in (base, *rest):
+        offset = 0.0 if profile is base else _start_offset_s(base, profile)
+        own = [r.to_dict() for r in profile.processes or ()] or [process_record(profile)]
+        for record in own:
+            if record.get("merged", True):
+                record["start_offset_s"] = (record.get("start_offset_s") or 0.0) + offset
+            if profile.hostname and "hostname" not in record:
+                record["hostname"] = profile.hostname
+            processes.append(record)
+    merged["processes"] = processes
+    _recount(merged, (base, *rest))
+    # Work is linked to a waiting line within one process tree only (one clock, one parent):
+    # each input's own links are kept, summed; none is made across inputs.
+    merged.pop("submitted_work", None)
+    own = [p.submitted_work for p in (base, *rest) if p.submitted_work]
+    if own:
+        rows: dict[tuple[str, int], dict[str, Any]] = {}
+        for work in own:
+            for row in work["lines"]:
+                into = rows.setdefault((row["file"], row["lineno"]), {
+                    "file": row["file"], "lineno": row["lineno"], "cpu_s": 0.0, "pids": []})
+                into["cpu_s"] += row["cpu_s"]
+                into["pids"].extend(p for p in row["pids"] if p not in into["pids"])
+        merged["submitted_work"] = {
+            "lines": sorted(rows.values(), key=lambda r: (-r["cpu_s"], r["file"], r["lineno"])),
+            "unlinked_cpu_s": sum(w["unlinked_cpu_s"] for w in own)}
+    if any(len(p.processes or ()) > 1 for p in (base, *rest)):
+        for name in ("tree_timeline", "tree_peak_bytes", "tree_peak_time_s"):
+            merged.pop(name, None)
+        for record in merged["files"].values():
+            for line in record["lines"]:
+                line.pop("live_at_tree_peak_bytes", None)
+    sums = [p.peak_bytes_sum if p.peak_bytes_sum is not None else p.peak_bytes
+            for p in (base, *rest)]
+    if all(s is not None for s in sums):
+        merged["peak_bytes_sum"] = sum(sums)
+    return Profile.from_dict(merged, source="merge_profiles")
+
+
+def _recount(doc: dict, inputs: Sequence[Profile]) -> None:
+    """``processes`` per line and function: the sum of the inputs' counts (1 for an input
+    that was not itself merged)."""
+    lines: dict[tuple[str, int], int] = {}
+    functions: dict[tuple[str, str, int], int] = {}
+    for profile in inputs:
+        for filename, record in profile.to_dict().get("files", {}).items():
+            for line in record.get("lines", ()):
+                key = (filename, line["lineno"])
+                lines[key] = lines.get(key, 0) + line.get("processes", 1)
+            for function in record.get("functions", ()):
+                key = (filename, function["name"], function["lineno"])
+                functions[key] = functions.get(key, 0) + function.get("processes", 1)
+    for filename, record in doc["files"].items():
+        for line in record["lines"]:
+            line["processes"] = lines.get((filename, line["lineno"]), 1)
+        for function in record["functions"]:
+            function["processes"] = functions.get((filename, function["name"],
+                                                   function["lineno"]), 1)

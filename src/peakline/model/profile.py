@@ -175,6 +175,49 @@ def _timeline(value: Any, where: str) -> list:
     return out
 
 
+def _activity(value: Any, where: str) -> dict:
+    """``{bucket_s, cpu_s: [s], lines: [[file, lineno]], main_line: [index | -1]}``: the
+    process's CPU per interval and the line its main thread was on (docs/profile-format.md)."""
+    obj = _object(value, where)
+    for name in ("bucket_s", "cpu_s", "lines", "main_line"):
+        if name not in obj:
+            raise _Invalid(_at(where, name), "missing")
+    bucket = _seconds(obj["bucket_s"], _at(where, "bucket_s"))
+    if bucket <= 0:
+        raise _Invalid(_at(where, "bucket_s"), f"expected a positive number, got {bucket}")
+    cpu = _list_of(_seconds)(obj["cpu_s"], _at(where, "cpu_s"))
+    lines = _list_of(lambda v, w: _pair_line(v, w))(obj["lines"], _at(where, "lines"))
+    main = _list_of(_int)(obj["main_line"], _at(where, "main_line"))
+    if len(main) != len(cpu):
+        raise _Invalid(_at(where, "main_line"), f"expected {len(cpu)} entries (one per "
+                                                f"bucket of cpu_s), got {len(main)}")
+    for i, index in enumerate(main):
+        if not -1 <= index < len(lines):
+            raise _Invalid(f"{_at(where, 'main_line')}[{i}]",
+                           f"expected -1 or an index into lines, got {index}")
+    return {**obj, "bucket_s": bucket, "cpu_s": cpu, "lines": lines, "main_line": main}
+
+
+def _pair_line(value: Any, where: str) -> list:
+    if not isinstance(value, list) or len(value) != 2:
+        raise _Invalid(where, f"expected [file, lineno], got {_show(value)}")
+    return [_str(value[0], f"{where}[0]"), _count(value[1], f"{where}[1]")]
+
+
+def _submitted_work(value: Any, where: str) -> dict:
+    """``{lines: [{file, lineno, cpu_s, pids}], unlinked_cpu_s}`` (docs/profile-format.md)."""
+    obj = _object(value, where)
+    rows = _list_of(_object)(obj.get("lines"), _at(where, "lines"))
+    for i, row in enumerate(rows):
+        at = f"{_at(where, 'lines')}[{i}]"
+        _str(row.get("file"), _at(at, "file"))
+        _count(row.get("lineno"), _at(at, "lineno"))
+        _seconds(row.get("cpu_s"), _at(at, "cpu_s"))
+        _list_of(_count)(row.get("pids"), _at(at, "pids"))
+    _seconds(obj.get("unlinked_cpu_s"), _at(where, "unlinked_cpu_s"))
+    return obj
+
+
 def _optional(name: str, check: Checker) -> "_Field":
     return _Field(name, check, required=False)
 
@@ -628,9 +671,13 @@ class ProcessRecord(_Record):
     start_offset_s: float | None = None
     cpu_s: float | None = None
     not_merged_reason: str | None = None
+    hostname: str | None = None
+    node_id: str | None = None
+    rank: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (_Field("pid", _count), _Field("program", _str), _Field("argv", _list_of(_str), list),
+               _optional("hostname", _str), _optional("node_id", _str), _optional("rank", _count),
                _Field("merged", _bool), _optional("parent_pid", _nullable(_count)),
                _optional("started_at", _nullable(_utc_timestamp)),
                _optional("elapsed_s", _nullable(_seconds)), _optional("exit_code", _nullable(_int)),
@@ -678,10 +725,17 @@ class Profile(_Record):
     tree_peak_time_s: float | None = None
     tree_timeline: list | None = None
     attached: dict | None = None
+    hostname: str | None = None
+    node_id: str | None = None
+    rank: int | None = None
+    activity: dict | None = None
+    submitted_work: dict | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (
         _Field("program", _str), _Field("argv", _list_of(_str), list),
+        _optional("hostname", _str), _optional("node_id", _str), _optional("rank", _count),
+        _optional("activity", _activity), _optional("submitted_work", _submitted_work),
         _Field("python_version", _str), _Field("platform", _str), _Field("pid", _count),
         _Field("started_at", _utc_timestamp), _Field("elapsed_s", _seconds),
         _Field("exit_code", _nullable(_int)),

@@ -47,6 +47,7 @@ from peakline.reporters._format import (compact_bytes, human_bytes, human_rate, 
 from peakline.reporters._highlights import (HOT_PERCENT, TRUNCATED_STACKS_NOTE,
                                             blas_buffer_note, contention_parts, peak_basis,
                                             peak_holders, peak_vs_rss_note, possible_leaks)
+from peakline.reporters._processes import label, rank_highlights
 from peakline.reporters._source import read_source
 from peakline.reporters._text import duration, percent, printable
 
@@ -111,8 +112,12 @@ def _phases_and_processes(view: _View) -> None:
         view.emit()
         merged = sum(1 for r in p.processes if r.merged)
         view.emit(f"Processes ({merged} of {len(p.processes)} merged into this report)", _BOLD)
+        hosts = {r.hostname for r in p.processes if r.hostname}
         for r in p.processes:
-            parts = [f"pid {r.pid}", printable(" ".join(r.argv) or r.program or "?")]
+            parts = [label(r), printable(" ".join(r.argv) or r.program or "?")]
+            if len(hosts) > 1 or r.node_id is not None:  # where it ran, once that tells apart
+                parts.insert(1, "on " + printable(r.hostname or "?")
+                             + (f" (node {printable(r.node_id)})" if r.node_id is not None else ""))
             if not r.merged:
                 parts.append(f"not merged ({r.not_merged_reason})" if r.not_merged_reason
                              else "not merged (still running or no profile)")
@@ -123,6 +128,9 @@ def _phases_and_processes(view: _View) -> None:
             if r.peak_bytes is not None:
                 parts.append(f"peak {human_bytes(r.peak_bytes)}")
             view.emit_parts(parts)
+        highlights = rank_highlights(p)
+        if highlights:
+            view.emit_parts([f"{what}: {label(r)} {figure}" for what, r, figure in highlights])
         if p.peak_bytes_sum is not None:
             parts = []
             if p.tree_peak_bytes is not None:
@@ -131,6 +139,26 @@ def _phases_and_processes(view: _View) -> None:
             parts.append(f"sum of the processes' own peaks {human_bytes(p.peak_bytes_sum)} "
                          f"(the most they could hold together)")
             view.emit_parts(parts)
+        _submitted_work(view)
+
+
+def _submitted_work(view: _View) -> None:
+    """The children's CPU charged to the parent line that waited for it (by time)."""
+    work = view.profile.submitted_work
+    if not work or not work["lines"]:
+        return
+    view.emit()
+    view.emit("Child processes' CPU, charged to the parent line that waited for it", _BOLD)
+    rows = work["lines"][:10]
+    places = [view.place(r["file"], r["lineno"]) for r in rows]
+    pw = max(map(len, places))
+    for row, place in zip(rows, places):
+        n = len(row["pids"])
+        view.emit(f"  {place:<{pw}} CPU {duration(row['cpu_s']):>9} in {n} "
+                  f"process{'es' if n != 1 else ''}  {view.source_text(row['file'], row['lineno'])}")
+    if work["unlinked_cpu_s"] >= 0.01:
+        view.emit(f"  {duration(work['unlinked_cpu_s'])} more ran while the parent's main thread "
+                  f"was on no reported line (or had ended)")
 
 
 # ---- columns ------------------------------------------------------------------------------

@@ -383,6 +383,40 @@
     wrap.appendChild(t.table);
   }
 
+  /* merged profiles: one row per process (worker, rank), with the host it ran on */
+  function processes() {
+    var procs = P.processes || [];
+    if (procs.length < 2) return;
+    var section = document.getElementById("processes"), wrap = section.querySelector(".table-wrap");
+    section.hidden = false;
+    if (data.rankHighlights.length) wrap.appendChild(el("p", "note", data.rankHighlights.map(function (h) { return h[0] + ": " + h[1] + " " + h[2]; }).join(" \u00b7 ")));
+    var opt = function (v) { return v === undefined || v === null ? null : v; };
+    var cols = [
+      { label: "pid", value: function (r) { return r.pid; } },
+      { label: "host", text: true, asc: true, value: function (r) { return opt(r.hostname) === null ? "" : r.hostname + (opt(r.node_id) === null ? "" : " (node " + r.node_id + ")"); } },
+      { label: "rank", value: function (r) { return opt(r.rank); } },
+      { label: "program", text: true, asc: true, value: function (r) { return (r.argv || []).join(" ") || r.program || ""; } },
+      { label: "CPU", value: function (r) { return opt(r.cpu_s); }, show: function (r) { return opt(r.cpu_s) === null ? "" : PL.fmtSeconds(r.cpu_s); } },
+      { label: "elapsed", value: function (r) { return opt(r.elapsed_s); }, show: function (r) { return opt(r.elapsed_s) === null ? "" : PL.fmtSeconds(r.elapsed_s); } },
+      { label: "peak", value: function (r) { return opt(r.peak_bytes); }, show: function (r) { return opt(r.peak_bytes) === null ? "" : PL.fmtBytes(r.peak_bytes); } },
+      { label: "merged", text: true, value: function (r) { return r.merged ? "yes" : (r.not_merged_reason || "no (still running or no profile)"); } }];
+    wrap.appendChild(table(cols, procs).table);
+    var work = P.submitted_work;
+    if (work && work.lines.length) {
+      wrap.appendChild(el("h3", null, "Child processes' CPU, charged to the parent line that waited for it"));
+      wrap.appendChild(el("p", "hint", "A child's CPU in each interval goes to the line the parent's main thread was on then (a pool call, a fit with n_jobs)." +
+        (work.unlinked_cpu_s >= 0.01 ? " " + PL.fmtSeconds(work.unlinked_cpu_s) + " more ran while the parent's main thread was on no reported line." : "")));
+      var wcols = [
+        { label: "line", text: true, asc: true, value: function (r) { return place(r.file, r.lineno); }, show: function (r) { return linkTo(r.file, r.lineno); } },
+        { label: "source", text: true, nosort: true, value: function (r) { return sourceLine(r.file, r.lineno); } },
+        { label: "CPU", value: function (r) { return r.cpu_s; }, show: function (r) { return PL.fmtSeconds(r.cpu_s); } },
+        { label: "processes", value: function (r) { return r.pids.length; } }];
+      var wt = table(wcols, work.lines);
+      wt.sortBy(2, true);
+      wrap.appendChild(wt.table);
+    }
+  }
+
   function flame() {
     var graph = document.getElementById("flame-graph"), bar = el("div", "toolbar"), lab = el("label"), box = el("input");
     box.type = "checkbox"; box.checked = true; box.id = "fold-library";
@@ -450,6 +484,7 @@
   memory();
   files();
   functions();
+  processes();
   flame();
   memoryFlame();
   footer();
