@@ -24,6 +24,7 @@ if ! [ -f /usr/include/gtest/gtest.h ]; then missing+=(libgtest-dev); fi
 # The HTML report is tested in a real browser: Debian's chromium driven by Playwright from PyPI
 # (never `playwright install`, which downloads a browser build).
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)   # the live view is read through a real terminal
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing system packages: ${missing[*]}"
   SUDO=""

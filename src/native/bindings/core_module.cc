@@ -51,8 +51,9 @@ void WatchSignal(int signo) {
   }
 }
 
-nb::dict Collect() {
-  const Snapshot snap = peakline::engine::CollectProfile();
+// The snapshot is complete C++ data before the first Python object is made: making those may
+// run Python (a collection, a finalizer) that touches the session.
+nb::dict ToDict(const Snapshot& snap) {
   nb::list frames;
   for (const auto& [file, function, first_lineno, lineno] : snap.frames) {
     frames.append(nb::make_tuple(file, function, first_lineno, lineno));
@@ -123,6 +124,9 @@ nb::dict Collect() {
   return out;
 }
 
+nb::dict Collect() { return ToDict(peakline::engine::CollectProfile()); }
+nb::dict CollectRunning() { return ToDict(peakline::engine::CollectRunningProfile()); }
+
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -140,6 +144,10 @@ NB_MODULE(_core, m) {
   m.def("thread_finishing", &peakline::engine::ThreadFinishing,
         "Called by a Python thread last thing (engine/profiler.h).");
   m.def("collect", &Collect);
+  m.def("collect_running", &CollectRunning,
+        "The running session's data so far, same shape as collect() (engine/profiler.h).");
+  m.def("exclude_current_thread", &peakline::engine::ExcludeCurrentThread,
+        "Called by peakline's own Python threads first thing (engine/profiler.h).");
   m.def("reset_after_fork", &peakline::engine::ResetAfterForkInChild);
   m.def("watch_signal", &WatchSignal, nb::arg("signo"),
         "Make sure the Python handler of this signal runs (engine/signal_watch.h).");

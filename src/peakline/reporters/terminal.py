@@ -233,6 +233,11 @@ class _View:
         exit_text = "exit code n/a" if p.exit_code is None else f"exit code {p.exit_code}"
         self.emit_parts([f"elapsed {duration(p.elapsed_s)}", exit_text,
                          f"started {p.started_at}"])
+        if p.snapshot is not None:
+            snap = p.snapshot
+            self.emit(f"snapshot #{snap.sequence} ({snap.trigger}) of a running program: covers "
+                      f"{snap.start_s:.2f}-{snap.end_s:.2f} s since the start, taken at "
+                      f"{snap.taken_at}; the program had not ended", _BOLD)
         t = p.totals
         cpu_s = t.cpu_s
 
