@@ -279,6 +279,9 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
         render_outputs(profile, opts,
                        text_stream=None if opts.no_report or stream is None else _Quiet(stream),
                        notes=_Quiet(stream), strict=False)
+        if live is not None and live.source.stopped_by_view:
+            say(f"peakline: profiling was stopped from the live view after "
+                f"{profile.elapsed_s:.1f} s; the figures cover the run until then")
         say(f"peakline: profile written to {outfile}")
 
     def on_sigterm(signum, frame):  # noqa: ARG001

@@ -84,13 +84,14 @@ def memory_table(profile: Profile, rows: int) -> Table | Text:
 
 
 def threads_table(profile: Profile, rows: int) -> Table:
-    table = Table(title="CPU by thread", title_justify="left", expand=True, show_edge=False,
+    table = Table(title="CPU by thread", title_justify="left", expand=False, show_edge=False,
                   pad_edge=False)
-    table.add_column("thread", no_wrap=True, ratio=3)
+    table.add_column("thread", no_wrap=True, min_width=24, max_width=40)
     table.add_column("tid", justify="right", no_wrap=True)
     table.add_column("CPU", justify="right", no_wrap=True)
     table.add_column("wait", justify="right", no_wrap=True)
-    for thread in sorted(profile.threads, key=lambda t: (-t.cpu_s, t.tid))[:rows]:
+    busy = [t for t in profile.threads if t.cpu_s > 0 or t.wait_s > 0]
+    for thread in sorted(busy, key=lambda t: (-t.cpu_s, t.tid))[:rows]:
         name = thread.name or ("(native)" if not thread.python else "")
         table.add_row(name, str(thread.tid), short_s(thread.cpu_s) or "0", short_s(thread.wait_s))
     return table
