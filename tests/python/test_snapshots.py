@@ -33,7 +33,7 @@ STEADY = textwrap.dedent("""\
         return s
     keep = []
     for _ in range(30):
-        burn(150_000)
+        burn(300_000)
         keep.append(bytearray(2 << 20))  # LINE keep
         time.sleep(0.05)
     print("done", len(keep))
@@ -96,14 +96,15 @@ def test_snapshots_while_the_program_runs(tmp_path):
     assert final.totals.cpu_s >= last.totals.cpu_s
 
     # The same program without snapshots: the final figures agree within what two runs of
-    # the same work differ by (CPU time under a loaded machine; the sampled peak).
+    # the same work differ by (CPU time under a loaded machine; the sampled peak). burn()'s share
+    # varied from 0.82 to 0.96 between plain runs on the loaded 2-core machine, hence 0.15.
     plain = run_peakline(["--no-report", "--snapshot-signal", "none", str(script)], tmp_path,
                          outfile="plain.json")
     assert plain.returncode == 0, plain.stderr
     reference = read_profile(plain.profile_path)
     assert final.totals.cpu_s == pytest.approx(reference.totals.cpu_s, rel=0.35)
     assert _burn_share(final, script, marks["hot"]) == pytest.approx(
-        _burn_share(reference, script, marks["hot"]), abs=0.12)
+        _burn_share(reference, script, marks["hot"]), abs=0.15)
     assert final.peak_bytes == pytest.approx(reference.peak_bytes, rel=0.15)
     keep_final = {line.lineno: line for line in final.files[str(script)].lines}[marks["keep"]]
     assert keep_final.net_bytes == pytest.approx(60 << 20, rel=0.2)  # sampled: an estimate
