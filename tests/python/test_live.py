@@ -162,3 +162,25 @@ def test_live_view_closes_when_the_program_ends(tmp_path, tmux):
     final = read_profile(profile)
     assert final.exit_code == 3 and final.snapshot is None
     assert "finished" in (tmp_path / "p.out").read_text()
+
+
+def test_snapshot_file_source_reads_a_file_when_it_changes(tmp_path, build, make_meta):
+    # The source `peakline attach PID --live` can use: another process's snapshot files.
+    from peakline.live.source import SnapshotFileSource
+    from peakline.model.profile_file import write_profile
+
+    path = tmp_path / "snap.json"
+    stopped = []
+    source = SnapshotFileSource(str(path), "pid 1", on_stop=lambda: stopped.append(True))
+    assert source.poll() is None and source.running            # no file yet
+    first = build([("app.py", "f", 1, 2)], [(1, (0,), 5_000_000, 0, 0, 0, 1, 0)],
+                  meta=make_meta(elapsed_s=1.0))
+    write_profile(first, path)
+    assert source.poll().elapsed_s == 1.0
+    assert source.poll() is None                                # unchanged: nothing new
+    write_profile(build([("app.py", "f", 1, 2)], [(1, (0,), 9_000_000, 0, 0, 0, 2, 0)],
+                        meta=make_meta(elapsed_s=2.0)), path)   # atomic rename: a new file
+    assert source.poll().elapsed_s == 2.0
+    source.stop()
+    source.stop()
+    assert stopped == [True] and not source.running
