@@ -24,7 +24,6 @@ from __future__ import annotations
 import _thread
 import os
 import signal
-import sys
 import time
 
 # Annotations only: nothing else is imported while the program runs.
@@ -86,7 +85,6 @@ class SnapshotWriter:
         self.every_s = every_s
         self.written = 0
         self.errors: list[str] = []          # one line per failed snapshot (reported at the end)
-        self.last_duration_s = 0.0           # wall time the last snapshot took
         self._wake = _thread.allocate_lock()
         self._wake.acquire()                 # released by request() / close()
         self._busy = _thread.allocate_lock()  # held while a snapshot is built and written
@@ -154,7 +152,6 @@ class SnapshotWriter:
         with self._busy:
             if not self.session.running:
                 return False
-            began = time.perf_counter()
             try:
                 profile = self.session.snapshot(trigger=trigger)
                 from peakline.model.profile_file import write_profile
@@ -163,8 +160,6 @@ class SnapshotWriter:
             except Exception as error:  # noqa: BLE001 - the program goes on either way
                 self.errors.append(f"{type(error).__name__}: {error}")
                 return False
-            finally:
-                self.last_duration_s = time.perf_counter() - began
             self.written += 1
             return True
 
@@ -179,14 +174,14 @@ class SnapshotSignal:
         self.handler = self._make_handler()
 
     def _make_handler(self):
+        from peakline.runner import call_program_handler
+
         writer, pid = self.writer, self.pid
 
         def on_snapshot_signal(signum, frame):
             if os.getpid() == pid:   # a fork child has no snapshot thread
                 writer.request("signal")
-            from peakline import runner
-
-            runner.call_program_handler(signum, frame)
+            call_program_handler(signum, frame)
 
         on_snapshot_signal._peakline_handler = True  # type: ignore[attr-defined]
         return on_snapshot_signal
@@ -201,10 +196,3 @@ class SnapshotSignal:
 
         runner.uninstall_chained_handler(self.signum, self.handler)
 
-
-def say(text: str) -> None:
-    if sys.stderr is not None:
-        try:
-            print(text, file=sys.stderr, flush=True)
-        except (OSError, ValueError):
-            pass

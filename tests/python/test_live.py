@@ -58,14 +58,15 @@ class Tmux:
         self("-f", "/dev/null", "new-session", "-d", "-x", str(width), "-y", str(height),
              command)
 
-    def screen(self) -> str:
-        return self("capture-pane", "-p")
+    def screen(self, history: bool = False) -> str:
+        """The visible screen; with ``history``, the lines scrolled off above it too."""
+        return self("capture-pane", "-p", *(["-S", "-500"] if history else []))
 
-    def wait_for(self, predicate, timeout: float, what: str) -> str:
+    def wait_for(self, predicate, timeout: float, what: str, *, history: bool = False) -> str:
         deadline = time.monotonic() + timeout
         screen = ""
         while time.monotonic() < deadline:
-            screen = self.screen()
+            screen = self.screen(history)
             if predicate(screen):
                 return screen
             time.sleep(0.2)
@@ -119,7 +120,7 @@ def test_live_view_shows_the_hot_line_and_quitting_leaves_the_program_running(tm
 
     tmux("send-keys", "q")                  # quit the view: profiling stops, the program not
     quit_at = time.monotonic() - started
-    tmux.wait_for(lambda s: "live view closed" in s, 15, "the closing note")
+    tmux.wait_for(lambda s: "live view closed" in s, 15, "the closing note", history=True)
     time.sleep(1.0)
     assert not status.exists(), "the program ended with the view"
     stop.write_text("")                                 # now the program may end
@@ -127,7 +128,8 @@ def test_live_view_shows_the_hot_line_and_quitting_leaves_the_program_running(tm
     while not status.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert status.read_text().strip() == "3"            # its exit status is peakline's
-    screen = tmux.wait_for(lambda s: "finished" in s, 10, "the program's last line")
+    screen = tmux.wait_for(lambda s: "finished" in s, 10, "the program's last line",
+                           history=True)
     rounds = int(screen.split("finished", 1)[1].split()[0])
     assert rounds > 0                                   # its output is back on the terminal
     out = (tmp_path / "p.out").read_text()              # and what it printed under the view
@@ -151,7 +153,8 @@ def test_live_view_closes_when_the_program_ends(tmp_path, tmux):
     tmux.start(f"cd {shlex.quote(str(tmp_path))} && {command}; echo $? > {status}; sleep 60")
     tmux.wait_for(lambda s: _hot_row(s) is not None, 40, "the CPU table")
     stop.write_text("")
-    screen = tmux.wait_for(lambda s: "profile written to" in s, 40, "the end of the run")
+    screen = tmux.wait_for(lambda s: "profile written to" in s, 40, "the end of the run",
+                           history=True)
     # The view is gone (the alternate screen left), the report and the program's note follow.
     assert "peakline live" not in screen
     assert "output while the live view was shown is in" in screen
