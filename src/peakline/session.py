@@ -315,7 +315,7 @@ class Session:
         interval_ns = int(round(self.options.cpu_sampling_interval_s * 1e9))
         self._started_wall = time.time()
         self._started_mono = time.perf_counter()
-        self._started_cpu_ns = time.process_time_ns()
+        self._started_cpu_ns = time.process_time_ns() - _own_threads_cpu_ns()
         self._thread_names.install(core)
         try:
             core.start(interval_ns, int(TICK_INTERVAL_S * 1e9), self.options.sample_native_threads,
@@ -342,7 +342,8 @@ class Session:
         self._open_phases.clear()
         with self._core_lock:
             core.stop()
-            process_cpu_ns = time.process_time_ns() - self._started_cpu_ns
+            process_cpu_ns = (time.process_time_ns() - _own_threads_cpu_ns()
+                              - self._started_cpu_ns)
             self._thread_names.uninstall()
             self._elapsed_s = now - self._started_mono
             self._raw = core.collect()
@@ -431,7 +432,7 @@ class Session:
                 raise ProfilerStateError("this profiling session is not running")
             raw = core.collect_running()
         raw.setdefault("stats", {})["process_cpu_ns"] = \
-            time.process_time_ns() - self._started_cpu_ns
+            time.process_time_ns() - _own_threads_cpu_ns() - self._started_cpu_ns
         raw["sampling_warning"] = None
         elapsed_s = max(0.0, now - self._started_mono)
         phases = []
@@ -490,8 +491,36 @@ class Session:
         return profile
 
 
+# CPU time of peakline's own threads, kept out of the process CPU time that the sampling check
+# compares with the sampled CPU (sampling_warning): their CPU is not sampled, by design.
+# Guarded by the GIL.
+_own_threads: dict[int, int] = {}    # thread ident -> its CPU clock id, while it runs
+_own_threads_ended_ns = 0            # CPU time of those that have ended
+
+
 def exclude_current_thread() -> None:
     """Called first thing by a thread of peakline's own (the snapshot writer, the live view):
     the core never samples it, measures its waits or counts its allocations, in the running
-    session and in later ones (engine/profiler.h, ExcludeCurrentThread)."""
+    session and in later ones (engine/profiler.h, ExcludeCurrentThread). The thread calls
+    ``own_thread_ending()`` last thing."""
     _core().exclude_current_thread()
+    try:
+        _own_threads[threading.get_ident()] = time.pthread_getcpuclockid(threading.get_ident())
+    except (AttributeError, OSError):
+        pass
+
+
+def own_thread_ending() -> None:
+    global _own_threads_ended_ns
+    if _own_threads.pop(threading.get_ident(), None) is not None:
+        _own_threads_ended_ns += time.thread_time_ns()
+
+
+def _own_threads_cpu_ns() -> int:
+    total = _own_threads_ended_ns
+    for clock in list(_own_threads.values()):
+        try:
+            total += time.clock_gettime_ns(clock)
+        except OSError:
+            pass
+    return total

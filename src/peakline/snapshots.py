@@ -145,6 +145,9 @@ class SnapshotWriter:
                         next_at = time.monotonic() + self.every_s
                 self.write(trigger)
         finally:
+            from peakline.session import own_thread_ending
+
+            own_thread_ending()
             self._done.release()
 
     def write(self, trigger: str) -> bool:

@@ -278,3 +278,55 @@ def test_view_names_the_range(tmp_path, build, make_meta):
                            env={**os.environ, "NO_COLOR": "1"})
     assert shown.returncode == 0, shown.stderr
     assert "snapshot #4 (signal) of a running program: covers 0.00-2.50 s" in shown.stdout
+
+
+EXCLUDED = textwrap.dedent("""\
+    import _thread, json, time
+    from peakline.session import Session, exclude_current_thread, own_thread_ending
+    ready, go, done = (_thread.allocate_lock() for _ in range(3))
+    for lock in (ready, go, done):
+        lock.acquire()
+    tid = []
+    def own():   # a thread of peakline's own: burns 0.6 s of CPU, none of it measured
+        exclude_current_thread()
+        tid.append(_thread.get_native_id())
+        ready.release()
+        go.acquire()
+        t = time.thread_time()
+        while time.thread_time() - t < 0.6:
+            pass
+        own_thread_ending()
+        done.release()
+    _thread.start_new_thread(own, ())
+    ready.acquire()
+    session = Session()
+    session.start()
+    go.release()
+    t = time.thread_time()
+    while time.thread_time() - t < 0.3:   # the program's own 0.3 s
+        pass
+    done.acquire()
+    snap = session.snapshot()
+    session.stop()
+    final = session.profile()
+    print(json.dumps({"own_tid": tid[0], "tids": [t.tid for t in final.threads],
+                      "cpu_s": final.totals.cpu_s, "snap_cpu_s": snap.totals.cpu_s,
+                      "process_cpu_s": final.sampling.process_cpu_s,
+                      "warning": final.sampling.warning,
+                      "sequence": snap.snapshot.sequence}))
+""")
+
+
+def test_a_thread_of_peaklines_own_is_not_measured(tmp_path):
+    script = tmp_path / "excluded.py"
+    script.write_text(EXCLUDED)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=60, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    assert seen["own_tid"] not in seen["tids"]
+    # The main thread's 0.3 s (and interpreter upkeep), not the excluded thread's 0.6 s.
+    assert 0.2 < seen["cpu_s"] < 0.55
+    assert 0.2 < seen["snap_cpu_s"] <= seen["cpu_s"] and seen["sequence"] == 1
+    # Its CPU is not the process's in the sampling check either: no "incomplete" warning.
+    assert seen["process_cpu_s"] < 0.55 and seen["warning"] is None, seen

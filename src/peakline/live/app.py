@@ -193,6 +193,9 @@ class LiveRun:
             self._restore_output()
             self._note(f"peakline: the live view failed: {type(error).__name__}: {error}")
         finally:
+            from peakline.session import own_thread_ending
+
+            own_thread_ending()
             self._done.release()  # type: ignore[union-attr]
 
     def _after_quit(self) -> None:
