@@ -9,8 +9,8 @@ it), and created with ``_thread`` so that ``threading.enumerate()`` does not lis
 sleeps until the next interval or a request, then reads the core's counters without resetting
 them (``Session.snapshot``), builds the profile and writes it atomically
 (``write_profile``: a reader sees the previous snapshot or the new one, never half of one).
-Building holds the GIL for a while (tens of milliseconds for a small profile): that, and the
-model's modules imported on the first snapshot, is what a snapshot costs the program
+Building holds the GIL while Python code runs: that, and the model's modules imported on the
+first snapshot, is what a snapshot costs the program
 (docs/benchmarks.md, "Snapshots of a running session").
 
 The snapshot signal (SIGUSR2 by default) has a Python handler that only wakes the thread. The
