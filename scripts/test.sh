@@ -26,6 +26,7 @@ if ! [ -f /usr/include/gtest/gtest.h ]; then missing+=(libgtest-dev); fi
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # The validation server is tested against a real PostgreSQL (a private cluster per test run).
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)   # the live view is read through a real terminal
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing system packages: ${missing[*]}"
   SUDO=""

@@ -532,6 +532,9 @@ def _dressed(function, real):
 
 
 def _signal_twin(signalnum, handler):
+    chain = _chained_handlers.get(int(signalnum)) if isinstance(signalnum, int) else None
+    if chain is not None:
+        return _set_program_handler(int(signalnum), chain, handler)
     hidden = _hidden_handlers.get(int(signalnum)) if isinstance(signalnum, int) else None
     if hidden is None:
         return _real_signal(signalnum, handler)
@@ -544,6 +547,10 @@ def _signal_twin(signalnum, handler):
 
 
 def _getsignal_twin(signalnum):
+    chain = _chained_handlers.get(int(signalnum)) if isinstance(signalnum, int) else None
+    if chain is not None:
+        _real_getsignal(signalnum)  # the same errors for a bad number
+        return chain[1]
     handler = _real_getsignal(signalnum)
     if isinstance(signalnum, int) and handler is not None and \
             handler is _hidden_handlers.get(int(signalnum)):
@@ -558,6 +565,9 @@ def _interrupt_main_twin(signum=signal.SIGINT):
     if isinstance(signum, int) and _real_getsignal(signum) is not None and \
             _real_getsignal(signum) is _hidden_handlers.get(int(signum)):
         return None
+    chain = _chained_handlers.get(int(signum)) if isinstance(signum, int) else None
+    if chain is not None and not callable(chain[1]):
+        return None   # the program's disposition is SIG_DFL or SIG_IGN: nothing, as unprofiled
     return _real_interrupt_main(signum)
 
 
@@ -573,6 +583,64 @@ def _watch(signum: int) -> None:
         _core.watch_signal(signum)
     except (ImportError, RuntimeError, AttributeError):  # an old core, an odd platform
         pass
+
+
+# ---- chained signals ----------------------------------------------------------------------
+# The snapshot signal (SIGUSR2 by default; snapshots.py) is peakline's *and* the program's: the
+# kernel runs peakline's Python handler, which does its part and then calls the program's
+# handler, if it set one, with the same arguments. To the program the signal is its own:
+# signal.getsignal reports what it set (SIG_DFL before), signal.signal records its handler and
+# returns the previous one, as unprofiled. One difference remains, by design: with SIG_DFL the
+# signal no longer ends the program (it asks for a snapshot instead).
+_chained_handlers: dict[int, list] = {}   # signal number -> [peakline's handler, program's]
+
+
+def _set_program_handler(signum: int, chain: list, handler):
+    if threading.current_thread() is not threading.main_thread():
+        return _real_signal(signum, handler)   # the interpreter's ValueError, as unprofiled
+    if not callable(handler) and not (isinstance(handler, int) and
+                                      handler in (signal.SIG_DFL, signal.SIG_IGN)):
+        raise TypeError("signal handler must be signal.SIG_IGN, signal.SIG_DFL, or a callable "
+                        "object")
+    previous = chain[1]
+    chain[1] = signal.Handlers(handler) if isinstance(handler, int) and \
+        not isinstance(handler, signal.Handlers) else handler
+    return previous
+
+
+def call_program_handler(signum: int, frame) -> None:
+    """From peakline's handler of a chained signal: the program's handler, if it set one."""
+    chain = _chained_handlers.get(int(signum))
+    if chain is not None and callable(chain[1]):
+        chain[1](signum, frame)
+
+
+def install_chained_handler(signum: int, handler) -> None:
+    """``handler`` runs on signum; the program's own disposition is kept aside for it
+    (``call_program_handler``) and shown to the program."""
+    previous = _real_getsignal(signum)
+    _real_signal(signum, handler)
+    _chained_handlers[int(signum)] = [handler, signal.SIG_DFL if previous is None else previous]
+    signal.signal = _signal_twin
+    signal.getsignal = _getsignal_twin
+    _thread.interrupt_main = _interrupt_main_twin
+
+
+def uninstall_chained_handler(signum: int, handler) -> None:
+    """The program's disposition back in place (before stand_down_program_signals)."""
+    chain = _chained_handlers.get(int(signum))
+    if chain is None or chain[0] is not handler:
+        return
+    del _chained_handlers[int(signum)]
+    if _real_getsignal(signum) is handler:
+        try:
+            _real_signal(signum, chain[1])
+        except (OSError, ValueError, TypeError):
+            pass
+    if not _hidden_handlers and not _chained_handlers:
+        signal.signal = _real_signal
+        signal.getsignal = _real_getsignal
+        _thread.interrupt_main = _real_interrupt_main
 
 
 def install_sigterm_handler(handler) -> None:
@@ -593,7 +661,7 @@ def uninstall_sigterm_handler(handler) -> None:
         _real_signal(signal.SIGTERM, signal.SIG_DFL)
     if _hidden_handlers.get(int(signal.SIGTERM)) is handler:
         del _hidden_handlers[int(signal.SIGTERM)]
-    if not _hidden_handlers:
+    if not _hidden_handlers and not _chained_handlers:
         signal.signal = _real_signal
         signal.getsignal = _real_getsignal
         _thread.interrupt_main = _real_interrupt_main

@@ -298,6 +298,11 @@ class Session:
         # A sampling warning is printed to stderr at stop; off where stderr is not peakline's
         # (an attached process: the warning travels in the data instead).
         self.print_warnings = True
+        self._snapshots = 0        # snapshots taken so far (their sequence numbers)
+        # A snapshot (another thread) and stop never run in the core at the same time: the
+        # core's stop releases the GIL while a snapshot's catch-up may be suspended in a
+        # Python callback. Reentrant: a signal handler on the snapshotting thread may stop.
+        self._core_lock = threading.RLock()
 
     @property
     def running(self) -> bool:
@@ -318,7 +323,7 @@ class Session:
         interval_ns = int(round(self.options.cpu_sampling_interval_s * 1e9))
         self._started_wall = time.time()
         self._started_mono = time.perf_counter()
-        self._started_cpu_ns = time.process_time_ns()
+        self._started_cpu_ns = time.process_time_ns() - _own_threads_cpu_ns()
         self._throttling_start = _cgroup.throttling()
         self._thread_names.install(core)
         for thread in threading.enumerate():  # 3.10's thread states lack the kernel id
@@ -350,12 +355,14 @@ class Session:
         for phase in reversed(self._open_phases):  # phases still open end with the session
             self._close_phase(phase, now)
         self._open_phases.clear()
-        core.stop()
-        process_cpu_ns = time.process_time_ns() - self._started_cpu_ns
-        self._throttling = _cgroup.difference(self._throttling_start, _cgroup.throttling())
-        self._thread_names.uninstall()
-        self._elapsed_s = now - self._started_mono
-        self._raw = core.collect()
+        with self._core_lock:
+            core.stop()
+            process_cpu_ns = (time.process_time_ns() - _own_threads_cpu_ns()
+                              - self._started_cpu_ns)
+            self._throttling = _cgroup.difference(self._throttling_start, _cgroup.throttling())
+            self._thread_names.uninstall()
+            self._elapsed_s = now - self._started_mono
+            self._raw = core.collect()
         self._raw.setdefault("stats", {})["process_cpu_ns"] = process_cpu_ns
         warning = sampling_warning(self._raw, process_cpu_ns, self.options.sample_native_threads)
         self._raw["sampling_warning"] = warning
@@ -417,10 +424,52 @@ class Session:
 
     def profile(self, *, exit_code: int | None = None):
         """Builds the Profile of a stopped session."""
-        from peakline.model.builder import build_profile
-
         if self._raw is None:
             raise ProfilerStateError("stop the session before building its profile")
+        return self._build(self._raw, elapsed_s=self._elapsed_s, exit_code=exit_code,
+                           phases=self.phases)
+
+    def snapshot(self, *, trigger: str = "request"):
+        """The Profile so far of a running session, which keeps running: the core's counters
+        are read, not reset (engine/profiler.h, CollectRunningProfile), so every snapshot
+        covers the run from its start. ``trigger`` ("interval", "signal", "request") and a
+        sequence number go into the profile's ``snapshot`` field (docs/profile-format.md).
+
+        GIL-side work on the calling thread: call it from a thread of peakline's own
+        (``exclude_current_thread``), not from the program's, or its cost is charged to the
+        program. Phases still open end at the snapshot's time in it (not in the session)."""
+        if not self.running:
+            raise ProfilerStateError("this profiling session is not running")
+        core = _core()
+        now = time.perf_counter()
+        taken_wall = time.time()
+        with self._core_lock:
+            if not self.running:
+                raise ProfilerStateError("this profiling session is not running")
+            raw = core.collect_running()
+        raw.setdefault("stats", {})["process_cpu_ns"] = \
+            time.process_time_ns() - _own_threads_cpu_ns() - self._started_cpu_ns
+        raw["sampling_warning"] = None
+        elapsed_s = max(0.0, now - self._started_mono)
+        phases = []
+        for phase in list(self.phases):
+            if phase.end_s is None:
+                phase = PhaseRecord(phase.name, phase.depth, phase.start_s,
+                                    max(phase.start_s, elapsed_s), phase.cpu_start_s,
+                                    max(0.0, time.process_time() - phase.cpu_start_s))
+            phases.append(phase)
+        self._snapshots += 1
+        import datetime as _dt
+
+        taken = _dt.datetime.fromtimestamp(taken_wall, tz=_dt.timezone.utc)
+        info = {"sequence": self._snapshots, "trigger": trigger, "start_s": 0.0,
+                "end_s": elapsed_s, "taken_at": taken.isoformat().replace("+00:00", "Z")}
+        return self._build(raw, elapsed_s=elapsed_s, exit_code=None, phases=phases,
+                           snapshot=info)
+
+    def _build(self, raw, *, elapsed_s: float, exit_code: int | None, phases, snapshot=None):
+        from peakline.model.builder import build_profile
+
         import datetime as _dt
 
         started = _dt.datetime.fromtimestamp(self._started_wall or 0.0, tz=_dt.timezone.utc)
@@ -429,27 +478,66 @@ class Session:
             "argv": self.argv,
             "pid": os.getpid(),
             "started_at": started.isoformat().replace("+00:00", "Z"),
-            "elapsed_s": self._elapsed_s,
+            "elapsed_s": elapsed_s,
             "exit_code": exit_code,
             "options": self.options.as_profile_options(),
             "thread_names": self._thread_names.snapshot(),
             "peak_rss_bytes": _peak_rss_bytes() if self.options.memory else None,
             "cgroup_throttling": self._throttling,
         }
-        profile = build_profile(self._raw, meta=meta, selection=self._selection)
-        if self.phases:
-            from peakline.model.phases import phase_fields
+        profile = build_profile(raw, meta=meta, selection=self._selection)
+        if phases or snapshot:
             from peakline.model.profile import Profile
 
-            # Phase times count from _started_mono (perf_counter = CLOCK_MONOTONIC on Linux,
-            # taken just before core.start); the core's times count from its own zero a
-            # little later. Align exactly when the core says where its zero was.
-            # Without it, the core's zero is taken as the moment core.start returned (its
-            # zero is set before the hooks are installed, which is most of the start time).
-            core_zero_ns = self._raw.get("stats", {}).get("start_monotonic_ns")
-            shift_s = (core_zero_ns / 1e9 - self._started_mono if core_zero_ns
-                       else self._start_returned_mono - self._started_mono)
             doc = profile.to_dict()
-            doc["phases"] = phase_fields(self.phases, profile.timeline, shift_s=shift_s)
-            profile = Profile.from_dict(doc, source="phases")
+            if phases:
+                from peakline.model.phases import phase_fields
+
+                # Phase times count from _started_mono (perf_counter = CLOCK_MONOTONIC on
+                # Linux, taken just before core.start); the core's times count from its own
+                # zero a little later. Align exactly when the core says where its zero was.
+                # Without it, the core's zero is taken as the moment core.start returned (its
+                # zero is set before the hooks are installed, which is most of the start time).
+                core_zero_ns = raw.get("stats", {}).get("start_monotonic_ns")
+                shift_s = (core_zero_ns / 1e9 - self._started_mono if core_zero_ns
+                           else self._start_returned_mono - self._started_mono)
+                doc["phases"] = phase_fields(phases, profile.timeline, shift_s=shift_s)
+            if snapshot:
+                doc["snapshot"] = snapshot
+            profile = Profile.from_dict(doc, source="snapshot" if snapshot else "phases")
         return profile
+
+
+# CPU time of peakline's own threads, kept out of the process CPU time that the sampling check
+# compares with the sampled CPU (sampling_warning): their CPU is not sampled, by design.
+# Guarded by the GIL.
+_own_threads: dict[int, int] = {}    # thread ident -> its CPU clock id, while it runs
+_own_threads_ended_ns = 0            # CPU time of those that have ended
+
+
+def exclude_current_thread() -> None:
+    """Called first thing by a thread of peakline's own (the snapshot writer, the live view):
+    the core never samples it, measures its waits or counts its allocations, in the running
+    session and in later ones (engine/profiler.h, ExcludeCurrentThread). The thread calls
+    ``own_thread_ending()`` last thing."""
+    _core().exclude_current_thread()
+    try:
+        _own_threads[threading.get_ident()] = time.pthread_getcpuclockid(threading.get_ident())
+    except (AttributeError, OSError):
+        pass
+
+
+def own_thread_ending() -> None:
+    global _own_threads_ended_ns
+    if _own_threads.pop(threading.get_ident(), None) is not None:
+        _own_threads_ended_ns += time.thread_time_ns()
+
+
+def _own_threads_cpu_ns() -> int:
+    total = _own_threads_ended_ns
+    for clock in list(_own_threads.values()):
+        try:
+            total += time.clock_gettime_ns(clock)
+        except OSError:
+            pass
+    return total

@@ -54,8 +54,9 @@ void WatchSignal(int signo) {
   }
 }
 
-nb::dict Collect() {
-  const Snapshot snap = peakline::engine::CollectProfile();
+// The snapshot is complete C++ data before the first Python object is made: making those may
+// run Python (a collection, a finalizer) that touches the session.
+nb::dict ToDict(const Snapshot& snap) {
   nb::list frames;
   for (const auto& [file, function, first_lineno, lineno] : snap.frames) {
     frames.append(nb::make_tuple(file, function, first_lineno, lineno));
@@ -146,6 +147,8 @@ nb::tuple AttachInject(int pid, const std::string& code, int wait_ms) {
   }
   return nb::make_tuple(r.error, r.mode, r.page);
 }
+nb::dict Collect() { return ToDict(peakline::engine::CollectProfile()); }
+nb::dict CollectRunning() { return ToDict(peakline::engine::CollectRunningProfile()); }
 
 }  // namespace
 
@@ -169,6 +172,10 @@ NB_MODULE(_core, m) {
   m.def("set_dynamic_code_locator", [](nb::object locator) {
     peakline::engine::SetDynamicCodeLocator(locator.is_none() ? nullptr : locator.ptr());
   }, nb::arg("locator").none());
+  m.def("collect_running", &CollectRunning,
+        "The running session's data so far, same shape as collect() (engine/profiler.h).");
+  m.def("exclude_current_thread", &peakline::engine::ExcludeCurrentThread,
+        "Called by peakline's own Python threads first thing (engine/profiler.h).");
   m.def("reset_after_fork", &peakline::engine::ResetAfterForkInChild);
   m.def("watch_signal", &WatchSignal, nb::arg("signo"),
         "Make sure the Python handler of this signal runs (engine/signal_watch.h).");

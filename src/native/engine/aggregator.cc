@@ -101,6 +101,7 @@ bool InterpreterFinalizing() {
 
 Aggregator::Aggregator(const AggregatorConfig& config)
     : config_(config), resolver_(&table_), reported_(&table_, config.file_filter) {
+  excluded_tids_ = config_.excluded_tids;
   if (config_.memory) {
     memory_ = std::make_unique<MemoryAggregator>(
         &table_, &resolver_, &reported_, config_.start_ns,
@@ -215,6 +216,24 @@ void Aggregator::Drain(bool measure_wait) {
   for (auto& [tid, slot] : slots_) SplitRunDelay(slot, /*force=*/true);  // the last reading
 }
 
+void Aggregator::CatchUp() {
+  if (busy_ || stopped_) {
+    ++stats_.skipped_ticks;
+    return;
+  }
+  OwnerScope owner(this);
+  Tick(/*measure_wait=*/true, /*scan_native=*/false);
+}
+
+void Aggregator::Exclude(pid_t tid) {
+  excluded_tids_.insert(tid);
+  auto it = slots_.find(tid);
+  if (it == slots_.end() || busy_) return;  // busy: the next tick finds it excluded
+  OwnerScope owner(this);
+  Retire(it->second);
+  if (!retired_.empty() && retired_.back().tid == tid) retired_.pop_back();
+}
+
 void Aggregator::Tick(bool measure_wait, bool scan_native) {
   if (scan_native) ScanNativeThreads(LiveThreadIds());
   ++stats_.ticks;
@@ -261,7 +280,7 @@ void Aggregator::RegisterPythonThreads() {
   for (PyThreadState* ts = PyInterpreterState_ThreadHead(PyInterpreterState_Main()); ts != nullptr;
        ts = PyThreadState_Next(ts)) {
     const pid_t tid = NativeThreadId(ts);
-    if (tid == 0 || tid == own_tid_) continue;
+    if (tid == 0 || tid == own_tid_ || excluded_tids_.count(tid)) continue;
     tstates_[tid] = ts;
     if (finished_tids_.count(tid)) continue;
     auto it = slots_.find(tid);
@@ -287,7 +306,8 @@ void Aggregator::RegisterPythonThreads() {
 void Aggregator::ScanNativeThreads(const std::unordered_set<pid_t>& alive) {
   if (alive.empty()) return;  // /proc unreadable (a process always has a thread): change nothing
   for (pid_t tid : alive) {
-    if (tid != own_tid_ && !slots_.count(tid) && !IsGpuPoller(tid) && !finished_tids_.count(tid)) {
+    if (tid != own_tid_ && !slots_.count(tid) && !IsGpuPoller(tid) && !finished_tids_.count(tid) &&
+        !excluded_tids_.count(tid)) {
       Register(tid, false);
     }
   }

@@ -68,6 +68,7 @@ struct AggregatorConfig {
   int64_t start_ns = 0;
   bool gpu = false;                 // poll NVML and charge GPU figures (gpu/gpu_aggregator.h)
   PyObject* torch_probe = nullptr;  // borrowed; callable() -> None | (allocated, reserved)
+  std::unordered_set<pid_t> excluded_tids;  // peakline's own Python threads: never registered
 };
 
 struct AggregatorStats {
@@ -103,8 +104,17 @@ class Aggregator {
   void StopThread();
   // GIL held: final wait measurement and drain of everything still queued.
   void Drain(bool measure_wait);
+  // GIL held, session running (a snapshot): an extra tick now, so that the tables hold what
+  // the threads queued up to this moment. Skipped while an operation is under way (suspended
+  // in a Python callback, maybe on this very thread): the tables then stand as of the last
+  // tick, which is consistent (no operation holds references into them across a callback).
+  void CatchUp();
+  // GIL held: thread tid is peakline's own (profiler.h, ExcludeCurrentThread). Never
+  // registered from now on; a slot it already has is retired and left out of Threads().
+  void Exclude(pid_t tid);
 
   profile::StackTable& table() { return table_; }
+  const profile::StackTable& table() const { return table_; }
   const MemoryAggregator* memory() const { return memory_.get(); }
   const gpu::GpuAggregator* gpu() const { return gpu_.get(); }
   const AggregatorStats& stats() const { return stats_; }
@@ -187,6 +197,7 @@ class Aggregator {
   std::unordered_map<pid_t, PyThreadState*> tstates_;  // refreshed every tick
   std::vector<ThreadSummary> retired_;
   pid_t own_tid_ = 0;
+  std::unordered_set<pid_t> excluded_tids_;  // peakline's own Python threads (GIL-guarded)
   int64_t start_ticks_ = 0;                  // session start, clock ticks since boot
   bool initial_threads_registered_ = false;  // later registrations are of new threads
   std::unordered_set<pid_t> initial_tids_;   // the threads alive at the session's start

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iterator>
 #include <memory>
+#include <unordered_set>
 
 #include "engine/aggregator.h"
 #include "engine/code_regions.h"
@@ -52,6 +53,9 @@ PyThreadState* FindThreadState(pid_t tid) {
 
 pid_t g_main_tid = 0;
 MainStackCache g_main_stack;
+// peakline's own Python threads (ExcludeCurrentThread), handed to every new session. Guarded
+// by the GIL.
+std::unordered_set<pid_t> g_excluded_tids;
 
 int ReadMainStack(void* ts, RawFrame* out, int max) {
   return ReadOtherThreadStack(static_cast<PyThreadState*>(ts), out, max).nframes;
@@ -204,6 +208,7 @@ std::string StartProfiler(const ProfilerConfig& config) {
   ac.gpu = config.gpu;
   ac.torch_probe = static_cast<PyObject*>(config.torch_probe);
   ac.start_ns = MonotonicNowNs();
+  ac.excluded_tids = g_excluded_tids;
   g_start_ns = ac.start_ns;
   if (int err = InstallCpuSignalHandler(ac.signo, CapturePythonStack); err != 0) {
     return std::string("cannot install the sampling signal handler: ") + std::strerror(err);
@@ -291,6 +296,7 @@ void ResetAfterForkInChild() {
   SetCpuSamplingEnabled(false);
   g_main_tstate.store(nullptr, std::memory_order_relaxed);
   ResetCpuHandlersAfterFork();
+  g_excluded_tids.clear();  // the parent's threads; none of them exists in the child
   if (g_session == nullptr) return;
   if (g_memory_on) {
     hooks::UninstallPyMemHooks();
@@ -303,9 +309,38 @@ void ResetAfterForkInChild() {
   g_finished = nullptr;
 }
 
+namespace {
+
+// Copies the aggregates of `session` (finished, or running with the GIL held and no operation
+// of this thread under way): plain C++ data only, no call into Python, so nothing can change
+// the tables while they are read.
+Snapshot SnapshotOf(const Aggregator* session);
+
+}  // namespace
+
 Snapshot CollectProfile() {
+  if (!g_finished) return Snapshot{};
+  return SnapshotOf(g_finished);
+}
+
+Snapshot CollectRunningProfile() {
+  if (!g_session) return Snapshot{};
+  g_session->CatchUp();
+  return SnapshotOf(g_session);
+}
+
+void ExcludeCurrentThread() {
+  hooks::MarkCurrentThreadInternal();
+  const pid_t tid = CurrentTid();
+  g_excluded_tids.insert(tid);
+  if (g_session != nullptr) g_session->Exclude(tid);
+}
+
+namespace {
+
+Snapshot SnapshotOf(const Aggregator* session) {
   Snapshot snap;
-  if (!g_finished) return snap;
+  const Aggregator* g_finished = session;  // the name the code below has always used
   const profile::StackTable& table = g_finished->table();
   const auto& strings = table.strings();
   for (const profile::FrameKey& f : table.frames()) {
@@ -421,5 +456,7 @@ Snapshot CollectProfile() {
                 {"start_monotonic_ns", g_finished->config().start_ns}};
   return snap;
 }
+
+}  // namespace
 
 }  // namespace peakline::engine

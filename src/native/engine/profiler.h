@@ -105,6 +105,16 @@ void ThreadFinishing();
 void ResetAfterForkInChild();
 // The data of the last stopped session (empty if none).
 Snapshot CollectProfile();
+// The running session's data so far, without stopping or resetting it (empty if nothing is
+// profiling). GIL held, never from a hook or signal handler: it first drains what the threads
+// queued since the last tick (as a tick does, unless an operation is suspended in a Python
+// callback: then the figures are those of the last tick), then copies the aggregates. The
+// counters keep counting; a later snapshot or the final profile includes everything again.
+Snapshot CollectRunningProfile();
+// Called by one of peakline's own Python threads (the snapshot writer, the live view) first
+// thing, GIL held: it is never sampled, its waits are not measured and its allocations are
+// not counted, in this session and every later one of this process (until the process forks).
+void ExcludeCurrentThread();
 
 }  // namespace peakline::engine
 

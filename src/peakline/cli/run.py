@@ -65,6 +65,18 @@ OPTIONS = [
     Option("--no-children", dest="no_children", convert=None, const=True, default=False,
            help="do not profile the Python processes the program starts (by default they are "
                 "profiled and merged into this report)"),
+    Option("--snapshot-every", dest="snapshot_every", metavar="SECONDS",
+           help="while the program runs, write the profile so far to the profile file every "
+                "SECONDS (atomically; the final profile replaces the last snapshot)"),
+    Option("--snapshot-signal", dest="snapshot_signal", default="SIGUSR2", metavar="SIG",
+           help="a signal that writes a snapshot on demand (default: SIGUSR2; none: off). The "
+                "program's own handler of that signal still runs"),
+    Option("--live", dest="live", convert=None, const=True, default=False,
+           help="show a live view of the profile in the terminal while the program runs "
+                "(q quits the view and stops profiling; the program runs on)"),
+    Option("--live-output", dest="live_output", metavar="PATH",
+           help="with --live: where the program's stdout and stderr go while the view is shown "
+                "(default: the profile file's name with .out instead of .json)"),
     *_options.output_options(_options.RUN),
 ]
 
@@ -149,6 +161,15 @@ def main(argv: list[str]) -> int:
     check_profile_path(outfile, opts.outfile)
     check_outputs(opts)
 
+    opts.snapshot_every = snapshot_interval(opts.snapshot_every)
+    from peakline.snapshots import parse_signal
+    opts.snapshot_signal = parse_signal(opts.snapshot_signal)
+    if opts.live_output and not opts.live:
+        raise UsageError("--live-output needs --live")
+    if opts.live:
+        from peakline.live.app import check_live
+        opts.live_output = check_live(opts.live_output, outfile)
+
     options = SessionOptions(
         cpu_sampling_interval_s=opts.cpu_sampling_rate,
         profile_all=opts.profile_all,
@@ -198,6 +219,17 @@ def files_that_ran(profile, target: Target) -> set[str]:
         if isinstance(path, str):
             names.add(path)
     return names
+def snapshot_interval(text: str | None) -> float | None:
+    """--snapshot-every: seconds, at least 0.1 (None when not given)."""
+    if text is None:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise UsageError(f"--snapshot-every: {text!r} is not a number of seconds") from None
+    if not (0.1 <= seconds <= 1e7):
+        raise UsageError("--snapshot-every must be between 0.1 and 10000000 seconds")
+    return seconds
 
 
 def check_script(target: Target) -> None:
@@ -264,6 +296,7 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
 
     def _write_and_report(outcome: Outcome, finishing: bool) -> None:
         reserve.release()
+        finish_long_running()
         if session.running:
             session.stop()
         profile = session.profile(exit_code=outcome.exit_code)
@@ -285,6 +318,9 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
         render_outputs(profile, opts,
                        text_stream=None if opts.no_report or stream is None else _Quiet(stream),
                        notes=_Quiet(stream), strict=False)
+        if live is not None and live.source.stopped_by_view:
+            say(f"peakline: profiling was stopped from the live view after "
+                f"{profile.elapsed_s:.1f} s; the figures cover the run until then")
         say(f"peakline: profile written to {outfile}")
         if options.profile_only:
             for part in profile_only_unmatched(options.profile_only,
@@ -323,6 +359,32 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
         if os.getpid() == main_pid:
             write_and_report(Outcome(None), finishing=False)  # type: ignore[arg-type]
 
+    # Snapshots and the live view (docs/long-running.md): their threads start before the
+    # session, so the core never measures them.
+    from peakline import snapshots
+    writer = snapshots.SnapshotWriter(session, outfile, opts.snapshot_every)
+    snapshot_signal = (snapshots.SnapshotSignal(opts.snapshot_signal, writer)
+                       if opts.snapshot_signal is not None else None)
+    live = None
+    if opts.live:
+        from peakline.live.app import LiveRun
+        live = LiveRun(session, opts.live_output, outfile)
+
+    def finish_long_running() -> None:
+        # Before the session stops: no snapshot under way, the view gone, the signal the
+        # program's again. From a signal handler too (SIGTERM): each step is idempotent.
+        if os.getpid() != main_pid:
+            return
+        if snapshot_signal is not None:
+            snapshot_signal.uninstall()
+        writer.close()
+        if live is not None:
+            live.close()
+        for error in writer.errors[:1]:
+            say(f"peakline: warning: {len(writer.errors)} snapshot(s) could not be written "
+                f"({error})")
+        writer.errors.clear()
+
     # In a child of a profiled program, this explicit run wins over the automatic child
     # session (docs/processes.md, "peakline inside a profiled child").
     child.step_aside_for_explicit_use("peakline run")
@@ -331,9 +393,16 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
     reserve = runner.reserve()  # descriptors and limits the profile needs, kept from the program
     if tracker is not None:
         tracker.install()
+    if opts.snapshot_every is not None or snapshot_signal is not None:
+        writer.start()
+    if snapshot_signal is not None:
+        snapshot_signal.install()
+    if live is not None:
+        live.start()
     try:
         session.start()
     except BaseException:
+        finish_long_running()
         if tracker is not None:  # nothing ran: leave no directory behind
             tracker.uninstall()
             tracker.collect(shutdown_executors=False)
@@ -352,6 +421,7 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
         runner.finish(outcome)
         return outcome.exit_code
     # The program's last statement has run: none of its timers or handlers fire from now on.
+    finish_long_running()
     runner.stand_down_program_signals(keep=(on_sigterm,))
     report[0] = _report_stream()
     if session.running:  # not after an os.exec* that failed once the profile was written

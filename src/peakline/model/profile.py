@@ -686,6 +686,27 @@ class ProcessRecord(_Record):
                _optional("peak_time_s", _seconds), _optional("start_offset_s", _signed))
 
 
+@dataclass
+class SnapshotInfo(_Record):
+    """Present when the profile is a snapshot of a running program (``--snapshot-every``, the
+    snapshot signal, the live view): which part of the run it covers."""
+
+    sequence: int          # 1 for the first snapshot of the run, then 2, 3, ...
+    trigger: str           # "interval", "signal" or "request"
+    start_s: float         # seconds since started_at where the figures begin (0: cumulative)
+    end_s: float           # seconds since started_at when it was taken (= elapsed_s)
+    taken_at: str          # ISO-8601 UTC time it was taken
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = (_Field("sequence", _count), _Field("trigger", _one_of("interval", "signal", "request")),
+               _Field("start_s", _seconds), _Field("end_s", _seconds),
+               _Field("taken_at", _utc_timestamp))
+
+    def _check_invariants(self, where: str) -> None:
+        if self.end_s < self.start_s:
+            raise _Invalid(_at(where, "end_s"), f"ends ({self.end_s}) before it starts ({self.start_s})")
+
+
 def _files_checker(value: Any, where: str) -> dict[str, FileRecord]:
     files = {}
     for name, record in _object(value, where).items():
@@ -730,6 +751,7 @@ class Profile(_Record):
     rank: int | None = None
     activity: dict | None = None
     submitted_work: dict | None = None
+    snapshot: SnapshotInfo | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     _FIELDS = (
@@ -754,6 +776,7 @@ class Profile(_Record):
         _optional("tree_peak_time_s", _seconds), _optional("tree_timeline", _timeline),
         _Field("gpu", Gpu._from_json, lambda g: g.to_dict(), required=False),
         _optional("attached", lambda value, where: _attached(value, where)),
+        _Field("snapshot", SnapshotInfo._from_json, lambda s: s.to_dict(), required=False),
     )
 
     @property

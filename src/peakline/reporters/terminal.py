@@ -302,6 +302,11 @@ class _View:
         if p.attached is not None:  # peakline attach: a slice of a running process
             self.emit_parts([f"attached to process {p.pid} while it ran",
                              "memory counts from the attach moment"])
+        if p.snapshot is not None:
+            snap = p.snapshot
+            self.emit(f"snapshot #{snap.sequence} ({snap.trigger}) of a running program: covers "
+                      f"{snap.start_s:.2f}-{snap.end_s:.2f} s since the start, taken at "
+                      f"{snap.taken_at}; the program had not ended", _BOLD)
         t = p.totals
         cpu_s = t.cpu_s
 

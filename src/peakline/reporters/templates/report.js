@@ -63,6 +63,10 @@
     fact(facts, "elapsed", PL.fmtSeconds(P.elapsed_s) || "0 s");
     fact(facts, "exit code", P.exit_code === null ? "n/a" : String(P.exit_code));
     if (P.attached) fact(facts, "attached", "to a running process; memory counts from the attach moment");
+    if (P.snapshot) {
+      fact(facts, "snapshot", "#" + P.snapshot.sequence + " (" + P.snapshot.trigger + ") of a running program, " +
+           P.snapshot.start_s.toFixed(2) + "-" + P.snapshot.end_s.toFixed(2) + " s, taken " + P.snapshot.taken_at);
+    }
     var cpu = T.cpu_python_s + T.cpu_native_s + T.cpu_system_s;
     fact(facts, "CPU", PL.fmtSeconds(cpu) || "0 s");
     fact(facts, "wait", PL.fmtSeconds(userWait) || "0 s").title = "off CPU: sleep, I/O, locks, the GIL";
