@@ -474,7 +474,7 @@ class _View:
         if self.rules.reduced:
             self.emit_parts([f"Lines: only active lines ({self.below()})",
                              "--all-lines shows every line"])
-        run_delay = getattr(self.profile.totals, "run_delay_s", None) is not None
+        run_delay = (getattr(self.profile.totals, "run_delay_s", None) or 0) > 0
         parts = ["Time: % of the user's sampled time"
                  + (" (idle background threads' waiting left out)" if self.background else ""),
                  "total = Python + native + system + wait" + (" + run delay" if run_delay
