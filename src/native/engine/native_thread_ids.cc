@@ -4,6 +4,7 @@
 
 namespace peakline::engine {
 
+#if PY_VERSION_HEX < 0x030B0000
 namespace {
 // pthread id -> kernel thread id. Guarded by the GIL. Leaked on purpose: it may be read by a
 // session still alive at interpreter exit, after static destructors would have run.
@@ -12,6 +13,7 @@ std::unordered_map<unsigned long, pid_t>& Table() {
   return *table;
 }
 }  // namespace
+#endif
 
 pid_t NativeThreadId(PyThreadState* ts) {
 #if PY_VERSION_HEX >= 0x030B0000
