@@ -1,10 +1,15 @@
 #include "engine/python_frames.h"
 
+#include <dlfcn.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <cstddef>
 #include <cstring>
+
+#if defined(Py_GIL_DISABLED) && !defined(PEAKLINE_CPYTHON_DEBUG_OFFSETS)
+#error "peakline: free-threaded CPython is supported from 3.14 on"
+#endif
 
 namespace peakline::engine {
 
@@ -39,7 +44,14 @@ struct FrameView {
   const cpython::InterpreterFrame* frame = nullptr;
   PyTypeObject* code_type = nullptr;
   Py_ssize_t ncodeunits = 0;
+  int first_traceable = 0;  // the code's _co_firsttraceable
 };
+
+// The code object's fields up to _co_firsttraceable: what one copy must cover.
+constexpr size_t kCodeHeadBytes = offsetof(PyCodeObject, _co_firsttraceable) + sizeof(int);
+
+// FRAME_OWNED_BY_GENERATOR, the same in every supported version.
+constexpr char kOwnedByGenerator = 1;
 
 // A pointer that can be an object: aligned, above the zero page, in user space.
 bool PlausibleObject(const void* p) {
@@ -56,16 +68,22 @@ bool ViewFrame(const cpython::InterpreterFrame* f, bool copy, FrameView* view) {
     view->frame = f;
   }
   view->code_type = nullptr;
+  view->first_traceable = 0;
   PyObject* code = cpython::FrameCode(view->frame);
-  if (view->frame->owner == cpython::kOwnedByCStack || !PlausibleObject(code)) return true;
+  if (cpython::OwnedByInterpreter(view->frame) || !PlausibleObject(code)) return true;
   if (copy) {
-    PyVarObject head;
-    if (!SafeRead(code, &head, sizeof(head))) return true;
-    view->code_type = head.ob_base.ob_type;
-    view->ncodeunits = head.ob_size;
+    alignas(PyCodeObject) unsigned char head[kCodeHeadBytes];
+    if (!SafeRead(code, head, sizeof(head))) return true;
+    const auto* c = reinterpret_cast<const PyCodeObject*>(head);
+    view->code_type = c->ob_base.ob_base.ob_type;
+    view->ncodeunits = c->ob_base.ob_size;
+    view->first_traceable = c->_co_firsttraceable;
   } else {
     view->code_type = Py_TYPE(code);
     view->ncodeunits = Py_SIZE(code);
+    if (view->code_type == &PyCode_Type) {
+      view->first_traceable = reinterpret_cast<PyCodeObject*>(code)->_co_firsttraceable;
+    }
   }
   return true;
 }
@@ -123,10 +141,21 @@ namespace {
 // free-list pointer (or 0), far above any count.
 bool PlausibleRefcount(Py_ssize_t refcnt) { return refcnt > 0 && refcnt < (Py_ssize_t{1} << 40); }
 
+// The reference count in a copied object header. A free-threaded build splits it into a
+// thread-local and a shared part with no single word to judge: the type check decides alone.
+bool PlausibleHeaderRefcount(const PyObject& head) {
+#ifdef Py_GIL_DISABLED
+  (void)head;
+  return true;
+#else
+  return PlausibleRefcount(head.ob_refcnt);
+#endif
+}
+
 bool LooksLikeLiveString(const PyObject* s) {
   PyObject head;
   return PlausibleObject(s) && SafeRead(s, &head, sizeof(head)) &&
-         head.ob_type == &PyUnicode_Type && PlausibleRefcount(head.ob_refcnt);
+         head.ob_type == &PyUnicode_Type && PlausibleHeaderRefcount(head);
 }
 }  // namespace
 
@@ -138,12 +167,30 @@ bool ForeignCodeLooksAlive(const RawFrame& frame) {
   PyCodeObject code;
   if (!PlausibleObject(frame.code) || !SafeRead(frame.code, &code, sizeof(code))) return false;
   const PyVarObject& head = code.ob_base;
-  return head.ob_base.ob_type == &PyCode_Type && PlausibleRefcount(head.ob_base.ob_refcnt) &&
+  return head.ob_base.ob_type == &PyCode_Type && PlausibleHeaderRefcount(head.ob_base) &&
          frame.lasti >= -1 && frame.lasti < head.ob_size &&
          LooksLikeLiveString(code.co_filename) && LooksLikeLiveString(code.co_name);
 }
 
 namespace {
+#ifdef Py_GIL_DISABLED
+// A free-threaded build gives a thread that specialises a function its own copy of the
+// bytecode (entry 0 of co_tlbc is the code object's own co_code_adaptive); instr_ptr then
+// points into that copy. The array can grow under the reader: read through copies. nullptr
+// when it cannot be read or has no such entry.
+const uint16_t* ThreadBytecode(PyCodeObject* code, int32_t copy) {
+  _PyCodeArray* copies = nullptr;
+  Py_ssize_t size = 0;
+  char* entry = nullptr;
+  if (!SafeRead(&code->co_tlbc, &copies, sizeof(copies)) || !PlausibleObject(copies) ||
+      !SafeRead(&copies->size, &size, sizeof(size)) || copy < 0 || copy >= size ||
+      !SafeRead(&copies->entries[copy], &entry, sizeof(entry))) {
+    return nullptr;
+  }
+  return reinterpret_cast<const uint16_t*>(entry);
+}
+#endif
+
 StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode) {
   const bool racy = mode != ReadMode::kOwn;
   const bool always_copy = mode == ReadMode::kOtherThread;
@@ -169,7 +216,7 @@ StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode) {
     }
     const cpython::InterpreterFrame* fr = view.frame;
     const cpython::InterpreterFrame* prev = fr->previous;
-    if (fr->owner == cpython::kOwnedByCStack) {
+    if (cpython::OwnedByInterpreter(fr)) {
       f = prev;
       continue;
     }
@@ -180,7 +227,13 @@ StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode) {
     const uint16_t* instr = cpython::FrameInstr(fr);
     if (view.code_type == &PyCode_Type) {
       auto* code = reinterpret_cast<PyCodeObject*>(code_obj);
-      lasti = instr - reinterpret_cast<const uint16_t*>(code->co_code_adaptive);
+      const uint16_t* bytecode = reinterpret_cast<const uint16_t*>(code->co_code_adaptive);
+#ifdef Py_GIL_DISABLED
+      if (const int32_t copy = cpython::FrameBytecodeCopy(fr); copy != 0) {
+        bytecode = ThreadBytecode(code, copy);
+      }
+#endif
+      if (bytecode != nullptr) lasti = instr - bytecode;
     }
     if (lasti < -1 || lasti >= view.ncodeunits) {
       ++r.invalid;
@@ -190,6 +243,14 @@ StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode) {
     }
     const bool copied = unproven;
     unproven = always_copy;  // another running thread: no frame vouches for the next one
+    // A frame that has not reached its first traceable instruction (pushed, its call not yet
+    // begun; 3.13+'s __init__ shim of CALL_ALLOC_AND_ENTER_INIT) is what CPython itself calls
+    // incomplete and leaves out of every frame walk: its caller's line is the one running.
+    if (fr->owner != kOwnedByGenerator && lasti < view.first_traceable) {
+      at_top = top;
+      f = prev;
+      continue;
+    }
     if (top && lasti >= 0) {
       uint8_t opcode = 0;
       if (!copied) {
@@ -221,7 +282,58 @@ StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode) {
 }
 }  // namespace
 
+namespace {
+#ifdef PEAKLINE_CPYTHON_DEBUG_OFFSETS
+// From 3.14 on the interpreter publishes the offsets of the fields an out-of-process debugger
+// reads (_Py_DebugOffsets, the first member of _PyRuntime, for remote debugging). The reader
+// keeps its compiled mirror (a field read costs nothing in the signal handler, where an
+// offset table costs a load per field) and holds it to the interpreter's own table here:
+// a mirror that does not match the running interpreter is refused before it is used.
+const char* CheckDebugOffsets() {
+  const auto* d = static_cast<const cpython::DebugOffsets*>(dlsym(RTLD_DEFAULT, "_PyRuntime"));
+  if (d == nullptr) return "the interpreter exports no _PyRuntime to check the frame layout";
+  if (std::memcmp(d->cookie, "xdebugpy", sizeof(d->cookie)) != 0) {
+    return "_PyRuntime does not start with the interpreter's debug offsets";
+  }
+  if ((d->version >> 16) != (PY_VERSION_HEX >> 16)) {
+    return "the core was built for another CPython version than the one running";
+  }
+#ifdef Py_GIL_DISABLED
+  constexpr uint64_t kFreeThreaded = 1;
+#else
+  constexpr uint64_t kFreeThreaded = 0;
+#endif
+  if (d->free_threaded != kFreeThreaded) {
+    return "the core was built for a CPython build of the other threading kind (GIL or free-threaded)";
+  }
+  using Frame = cpython::InterpreterFrame;
+  const auto& frame = d->interpreter_frame;
+  if (frame.previous != offsetof(Frame, previous) ||
+      frame.executable != offsetof(Frame, f_executable) ||
+      frame.instr_ptr != offsetof(Frame, instr_ptr) || frame.owner != offsetof(Frame, owner) ||
+      frame.stackpointer != offsetof(Frame, stackpointer)) {
+    return "the frame mirror disagrees with the interpreter's debug offsets";
+  }
+#ifdef Py_GIL_DISABLED
+  if (frame.tlbc_index != offsetof(Frame, tlbc_index) ||
+      d->code_object.co_tlbc != offsetof(PyCodeObject, co_tlbc)) {
+    return "the thread-local bytecode fields disagree with the interpreter's debug offsets";
+  }
+#endif
+  if (d->thread_state.current_frame != offsetof(PyThreadState, current_frame) ||
+      d->thread_state.datastack_chunk != offsetof(PyThreadState, datastack_chunk) ||
+      d->code_object.co_code_adaptive != offsetof(PyCodeObject, co_code_adaptive)) {
+    return "the thread state or code object headers disagree with the interpreter's debug offsets";
+  }
+  return nullptr;
+}
+#endif
+}  // namespace
+
 const char* SelfCheckFrameLayout() {
+#ifdef PEAKLINE_CPYTHON_DEBUG_OFFSETS
+  if (const char* problem = CheckDebugOffsets(); problem != nullptr) return problem;
+#endif
   PyThreadState* ts = PyThreadState_Get();
   RawFrame frames[kMaxFrames];
   StackRead r = ReadPythonStack(ts, frames, kMaxFrames);

@@ -4,9 +4,10 @@
 // of the interrupted thread in about a nanosecond per frame, without the GIL and without
 // allocating (PyThreadState_GetFrame may allocate a frame object). We read the private
 // _PyInterpreterFrame directly, through a mirror of the fields we need, per CPython minor
-// version (the layouts below are copied in shape, not code, from Include/internal/
-// pycore_frame.h of 3.11, 3.12 and 3.13). SelfCheck() verifies the mirror against the real
-// interpreter at start-up; if it fails, stack capture is disabled rather than trusted.
+// version (engine/frame_layout.h: the layouts are copied in shape, not code, from CPython's
+// internal headers of each version). SelfCheckFrameLayout() verifies the mirror against the
+// real interpreter at start-up (and, from 3.14 on, against the offsets the interpreter itself
+// publishes in _Py_DebugOffsets); if it fails, stack capture is disabled rather than trusted.
 //
 // Every pointer read is validated (type of the code object, instruction inside the code) and
 // bad frames are counted and dropped, never followed.
@@ -18,79 +19,10 @@
 
 #include <cstdint>
 
+#include "engine/frame_layout.h"
 #include "engine/sample_record.h"
 
 namespace peakline::engine {
-
-namespace cpython {
-
-#if PY_VERSION_HEX >= 0x030E0000
-#error "peakline: frame layout for this CPython version is not known yet"
-#elif PY_VERSION_HEX >= 0x030D0000
-struct InterpreterFrame {
-  PyObject* f_executable;
-  InterpreterFrame* previous;
-  PyObject* f_funcobj;
-  PyObject* f_globals;
-  PyObject* f_builtins;
-  PyObject* f_locals;
-  PyObject* frame_obj;
-  uint16_t* instr_ptr;  // the instruction being executed
-  int stacktop;
-  uint16_t return_offset;
-  char owner;
-};
-inline PyObject* FrameCode(const InterpreterFrame* f) { return f->f_executable; }
-inline const uint16_t* FrameInstr(const InterpreterFrame* f) { return f->instr_ptr; }
-inline constexpr char kOwnedByCStack = 3;
-inline InterpreterFrame* CurrentFrame(PyThreadState* ts) {
-  return reinterpret_cast<InterpreterFrame*>(ts->current_frame);
-}
-#elif PY_VERSION_HEX >= 0x030C0000
-struct InterpreterFrame {
-  PyObject* f_code;
-  InterpreterFrame* previous;
-  PyObject* f_funcobj;
-  PyObject* f_globals;
-  PyObject* f_builtins;
-  PyObject* f_locals;
-  PyObject* frame_obj;
-  uint16_t* prev_instr;  // the instruction being executed (set at each instruction start)
-  int stacktop;
-  uint16_t return_offset;
-  char owner;
-};
-inline PyObject* FrameCode(const InterpreterFrame* f) { return f->f_code; }
-inline const uint16_t* FrameInstr(const InterpreterFrame* f) { return f->prev_instr; }
-inline constexpr char kOwnedByCStack = 3;
-inline InterpreterFrame* CurrentFrame(PyThreadState* ts) {
-  return ts->cframe ? reinterpret_cast<InterpreterFrame*>(ts->cframe->current_frame) : nullptr;
-}
-#elif PY_VERSION_HEX >= 0x030B0000
-struct InterpreterFrame {
-  PyObject* f_func;
-  PyObject* f_globals;
-  PyObject* f_builtins;
-  PyObject* f_locals;
-  PyObject* f_code;
-  PyObject* frame_obj;
-  InterpreterFrame* previous;
-  uint16_t* prev_instr;
-  int stacktop;
-  bool is_entry;
-  char owner;
-};
-inline PyObject* FrameCode(const InterpreterFrame* f) { return f->f_code; }
-inline const uint16_t* FrameInstr(const InterpreterFrame* f) { return f->prev_instr; }
-inline constexpr char kOwnedByCStack = -1;  // no shim frames in 3.11
-inline InterpreterFrame* CurrentFrame(PyThreadState* ts) {
-  return ts->cframe ? reinterpret_cast<InterpreterFrame*>(ts->cframe->current_frame) : nullptr;
-}
-#else
-#error "peakline needs CPython 3.11 or newer"
-#endif
-
-}  // namespace cpython
 
 struct StackRead {
   int nframes = 0;
