@@ -31,7 +31,7 @@ struct InterpreterFrame {
   uint8_t visited;
 };
 // PyStackRef_AsPyObjectBorrow: clear the reference-count tag (Py_TAG_REFCNT, bit 0). A tagged
-// integer (bits 0 and 1 set) stays odd and fails the reader's alignment check.
+// integer (bits 0 and 1 set) keeps bit 1 and fails the reader's alignment check.
 inline PyObject* FrameCode(const InterpreterFrame* f) {
   return reinterpret_cast<PyObject*>(f->f_executable & ~uintptr_t{1});
 }
