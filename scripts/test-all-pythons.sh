@@ -87,6 +87,7 @@ prepare() {
   cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
   # pip inside the root reaches PyPI with the host's certificate authorities (the root's own
   # bundle does not know a proxy's).
+  mkdir -p "$ROOT/etc/ssl"
   cp /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/host-ca-certificates.crt"
   log "apt-get install $wanted (in $ROOT)"
   # Check-Valid-Until: a mirror snapshot's Release file may be past its validity date.
