@@ -83,6 +83,18 @@ class SessionOptions(namedtuple("_SessionOptions", _OPTION_DEFAULTS,
         }
 
 
+def free_threaded_build() -> bool:
+    """True on a free-threaded CPython build (3.14t, 3.15t: no GIL). Read from the
+    interpreter's own ABI flag "t", which the build sets together with sysconfig's
+    ``Py_GIL_DISABLED`` (sysconfig and its build data are not imported on the start path)."""
+    return "t" in getattr(sys, "abiflags", "")
+
+
+# Said once, on stderr, when a session that asked for memory profiling starts on such a build.
+FREE_THREADED_MEMORY_MESSAGE = ("peakline: memory profiling is not available on free-threaded "
+                                "CPython yet; profiling CPU time only")
+
+
 def check_memory_sampling_interval(value: object) -> None:
     """ValueError unless value is a whole number of bytes in MEMORY_INTERVAL_RANGE_BYTES."""
     low, high = MEMORY_INTERVAL_RANGE_BYTES
@@ -274,6 +286,12 @@ class Session:
     def __init__(self, options: SessionOptions | None = None, *, program: str = "",
                  argv: list[str] | None = None) -> None:
         self.options = options or SessionOptions()
+        # Free-threaded builds: the memory hooks' sampled stacks and the Python-domain
+        # wrappers rely on the GIL, so such a session measures CPU time only (its children
+        # inherit memory=False with these options, and say nothing again).
+        self._memory_refused = self.options.memory and free_threaded_build()
+        if self._memory_refused:
+            self.options = self.options._replace(memory=False)
         self.program = program
         self.argv = list(argv if argv is not None else sys.argv)
         self._started_wall: float | None = None
@@ -317,6 +335,11 @@ class Session:
         self._started_mono = time.perf_counter()
         self._started_cpu_ns = time.process_time_ns()
         self._throttling_start = _cgroup.throttling()
+        if self._memory_refused and sys.stderr is not None:
+            try:
+                print(FREE_THREADED_MEMORY_MESSAGE, file=sys.stderr, flush=True)
+            except (OSError, ValueError):  # stderr closed by the program
+                pass
         self._thread_names.install(core)
         for thread in threading.enumerate():  # 3.10's thread states lack the kernel id
             if thread.ident is not None and thread.native_id is not None:
