@@ -118,19 +118,33 @@ def all_opmap() -> dict[str, int]:
     return table
 
 
+# Specialised calls whose callee is always a Python function (3.11 to 3.15): the instruction
+# pushes the callee's frame itself. Interpreter time outside the eval loop under one of these
+# is that frame's set-up and, from 3.13 on, its clearing after the return (the caller is
+# current again by then), or, in a tail-calling build of the interpreter (each instruction
+# its own C function, as Debian's 3.14 and 3.15 are built), the instruction itself: Python
+# time, not a C callable running.
+PYTHON_FRAME_CALLS = frozenset({
+    "CALL_PY_EXACT_ARGS", "CALL_PY_WITH_DEFAULTS", "CALL_PY_GENERAL",
+    "CALL_BOUND_METHOD_EXACT_ARGS", "CALL_BOUND_METHOD_GENERAL", "CALL_ALLOC_AND_ENTER_INIT",
+    "CALL_KW_PY", "CALL_KW_BOUND_METHOD"})
+
+
 def call_opcode_table() -> bytes:
     """256 flags: 1 for the opcodes that call a callable in this interpreter.
 
     Time the interpreter spends outside its eval loop while the current instruction is one
     of these is native time (a C builtin such as ``sorted`` runs); under any other
     instruction it is Python time (object protocols, arithmetic, GC on behalf of bytecode).
-    Specialised forms (``CALL_BUILTIN_O`` …) and ``INSTRUMENTED_`` variants are included;
+    Specialised forms (``CALL_BUILTIN_O`` …) and ``INSTRUMENTED_`` variants are included,
+    except those that only ever call a Python function (PYTHON_FRAME_CALLS);
     ``CALL_INTRINSIC_*`` are interpreter internals, not calls of user-visible callables.
     """
     table = bytearray(256)
     for name, op in all_opmap().items():
         base = name.removeprefix("INSTRUMENTED_")
-        if base.startswith(("CALL", "PRECALL")) and "INTRINSIC" not in base and 0 <= op < 256:
+        if (base.startswith(("CALL", "PRECALL")) and "INTRINSIC" not in base
+                and base not in PYTHON_FRAME_CALLS and 0 <= op < 256):
             table[op] = 1
     return bytes(table)
 
