@@ -499,7 +499,8 @@ def test_opcode_table_matches_dis():
     ops = getattr(dis, "_all_opmap", dis.opmap)
     if "CALL_PY_EXACT_ARGS" in ops:
         assert table[ops["CALL_PY_EXACT_ARGS"]] == 0
-        builtin = "CALL_BUILTIN_O" if "CALL_BUILTIN_O" in ops else "CALL_NO_KW_BUILTIN_O"
+        builtin = next(name for name in ("CALL_BUILTIN_O", "CALL_NO_KW_BUILTIN_O",
+                                         "PRECALL_NO_KW_BUILTIN_O") if name in ops)
         assert table[ops[builtin]] == 1
 
 
