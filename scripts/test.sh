@@ -27,12 +27,26 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # The validation server is tested against a real PostgreSQL (a private cluster per test run).
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)   # the live view is read through a real terminal
+# CPython 3.14/3.15 come from a Debian forky root made with debootstrap (as root only).
+if [ "$(id -u)" -eq 0 ] && [ -n "${PEAKLINE_CHROOT_PYTHONS-3.14 3.15}" ]; then
+  command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing system packages: ${missing[*]}"
   SUDO=""
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# --- CPython 3.14 and 3.15: their Debian root is made (or reused) in the background ----------
+# debootstrap and apt are mostly downloads: they run while the suites below do, and the
+# measuring tests on those versions run at the end (scripts/test-all-pythons.sh).
+chroot_prepare=""
+chroot_log=$(mktemp "${TMPDIR:-/tmp}/peakline-forky.XXXXXX")
+if [ "$(id -u)" -eq 0 ] && [ -n "${PEAKLINE_CHROOT_PYTHONS-3.14 3.15}" ]; then
+  bash scripts/test-all-pythons.sh prepare >"$chroot_log" 2>&1 &
+  chroot_prepare=$!
 fi
 
 # --- the package and the test dependencies --------------------------------------------------
@@ -101,4 +115,15 @@ for other in $PEAKLINE_OTHER_PYTHONS; do
   fi
   rm -rf "$venv"
 done
+
+# --- CPython 3.14 and 3.15 (Debian forky root) -----------------------------------------------
+if [ -n "$chroot_prepare" ]; then
+  log "CPython ${PEAKLINE_CHROOT_PYTHONS-3.14 3.15} in a Debian forky root"
+  wait "$chroot_prepare" || true  # its output follows; run prepares again if it failed
+  cat "$chroot_log"
+  bash scripts/test-all-pythons.sh run || status=1
+elif [ -n "${PEAKLINE_CHROOT_PYTHONS-3.14 3.15}" ]; then
+  log "CPython 3.14/3.15 not tested: making their Debian root needs root"
+fi
+rm -f "$chroot_log"
 exit "$status"

@@ -60,7 +60,7 @@ class _Run:
         self.tracker = None
         if children:
             from peakline.child import ChildTracker
-            self.tracker = ChildTracker(options)
+            self.tracker = ChildTracker(self.session.options)  # as the session measures
 
     def start(self) -> None:
         from peakline import runner  # before the session starts: not the program's memory

@@ -83,6 +83,18 @@ class SessionOptions(namedtuple("_SessionOptions", _OPTION_DEFAULTS,
         }
 
 
+def free_threaded_build() -> bool:
+    """True on a free-threaded CPython build (3.14t, 3.15t: no GIL). Read from the
+    interpreter's own ABI flag "t", which the build sets together with sysconfig's
+    ``Py_GIL_DISABLED`` (sysconfig and its build data are not imported on the start path)."""
+    return "t" in getattr(sys, "abiflags", "")
+
+
+# Said once, on stderr, when a session that asked for memory profiling starts on such a build.
+FREE_THREADED_MEMORY_MESSAGE = ("peakline: memory profiling is not available on free-threaded "
+                                "CPython yet; profiling CPU time only")
+
+
 def check_memory_sampling_interval(value: object) -> None:
     """ValueError unless value is a whole number of bytes in MEMORY_INTERVAL_RANGE_BYTES."""
     low, high = MEMORY_INTERVAL_RANGE_BYTES
@@ -106,19 +118,33 @@ def all_opmap() -> dict[str, int]:
     return table
 
 
+# Specialised calls whose callee is always a Python function (3.11 to 3.15): the instruction
+# pushes the callee's frame itself. Interpreter time outside the eval loop under one of these
+# is that frame's set-up and, from 3.13 on, its clearing after the return (the caller is
+# current again by then), or, in a tail-calling build of the interpreter (each instruction
+# its own C function, as Debian's 3.14 and 3.15 are built), the instruction itself: Python
+# time, not a C callable running.
+PYTHON_FRAME_CALLS = frozenset({
+    "CALL_PY_EXACT_ARGS", "CALL_PY_WITH_DEFAULTS", "CALL_PY_GENERAL",
+    "CALL_BOUND_METHOD_EXACT_ARGS", "CALL_BOUND_METHOD_GENERAL", "CALL_ALLOC_AND_ENTER_INIT",
+    "CALL_KW_PY", "CALL_KW_BOUND_METHOD"})
+
+
 def call_opcode_table() -> bytes:
     """256 flags: 1 for the opcodes that call a callable in this interpreter.
 
     Time the interpreter spends outside its eval loop while the current instruction is one
     of these is native time (a C builtin such as ``sorted`` runs); under any other
     instruction it is Python time (object protocols, arithmetic, GC on behalf of bytecode).
-    Specialised forms (``CALL_BUILTIN_O`` …) and ``INSTRUMENTED_`` variants are included;
+    Specialised forms (``CALL_BUILTIN_O`` …) and ``INSTRUMENTED_`` variants are included,
+    except those that only ever call a Python function (PYTHON_FRAME_CALLS);
     ``CALL_INTRINSIC_*`` are interpreter internals, not calls of user-visible callables.
     """
     table = bytearray(256)
     for name, op in all_opmap().items():
         base = name.removeprefix("INSTRUMENTED_")
-        if base.startswith(("CALL", "PRECALL")) and "INTRINSIC" not in base and 0 <= op < 256:
+        if (base.startswith(("CALL", "PRECALL")) and "INTRINSIC" not in base
+                and base not in PYTHON_FRAME_CALLS and 0 <= op < 256):
             table[op] = 1
     return bytes(table)
 
@@ -274,6 +300,12 @@ class Session:
     def __init__(self, options: SessionOptions | None = None, *, program: str = "",
                  argv: list[str] | None = None) -> None:
         self.options = options or SessionOptions()
+        # Free-threaded builds: the memory hooks' sampled stacks and the Python-domain
+        # wrappers rely on the GIL, so such a session measures CPU time only (its children
+        # inherit memory=False with these options, and say nothing again).
+        self._memory_refused = self.options.memory and free_threaded_build()
+        if self._memory_refused:
+            self.options = self.options._replace(memory=False)
         self.program = program
         self.argv = list(argv if argv is not None else sys.argv)
         self._started_wall: float | None = None
@@ -325,6 +357,11 @@ class Session:
         self._started_mono = time.perf_counter()
         self._started_cpu_ns = time.process_time_ns() - _own_threads_cpu_ns()
         self._throttling_start = _cgroup.throttling()
+        if self._memory_refused and sys.stderr is not None:
+            try:
+                print(FREE_THREADED_MEMORY_MESSAGE, file=sys.stderr, flush=True)
+            except (OSError, ValueError):  # stderr closed by the program
+                pass
         self._thread_names.install(core)
         for thread in threading.enumerate():  # 3.10's thread states lack the kernel id
             if thread.ident is not None and thread.native_id is not None:

@@ -495,6 +495,13 @@ def test_opcode_table_matches_dis():
     calls = [name for name in ("CALL", "CALL_FUNCTION", "CALL_METHOD") if name in dis.opmap]
     assert calls and all(table[dis.opmap[name]] == 1 for name in calls)
     assert table[dis.opmap["LOAD_FAST"]] == 0
+    # A specialised call of a Python function runs no C callable (3.11+); one of a builtin does.
+    ops = getattr(dis, "_all_opmap", dis.opmap)
+    if "CALL_PY_EXACT_ARGS" in ops:
+        assert table[ops["CALL_PY_EXACT_ARGS"]] == 0
+        builtin = next(name for name in ("CALL_BUILTIN_O", "CALL_NO_KW_BUILTIN_O",
+                                         "PRECALL_NO_KW_BUILTIN_O") if name in ops)
+        assert table[ops[builtin]] == 1
 
 
 _OPTION_VALUES = st.recursive(

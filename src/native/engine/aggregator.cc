@@ -25,6 +25,17 @@ namespace peakline::engine {
 
 namespace {
 
+// Another Python thread's stack, read at a tick. With the GIL held the owner cannot push or
+// pop frames, so it is read in place; a free-threaded build has no such guarantee (the
+// thread runs on), so every frame is copied and the walk stops at the first unsound one.
+StackRead ReadHeldThreadStack(PyThreadState* ts, RawFrame* out, int max) {
+#ifdef Py_GIL_DISABLED
+  return ReadOtherThreadStack(ts, out, max);
+#else
+  return ReadPythonStack(ts, out, max);
+#endif
+}
+
 // Slots are pooled, never freed: a signal queued before its timer was deleted may still
 // arrive carrying a slot's address, so that address must stay valid memory for the life of
 // the process. The pool is bounded by the peak number of concurrently sampled threads.
@@ -375,7 +386,7 @@ void Aggregator::MeasureWait(ThreadSlot* slot, PyThreadState* ts, int64_t now_ns
   const int64_t off = slot->wait.Observe(now_ns, cpu);
   if (off <= 0) return;
   RawFrame frames[kMaxFrames];
-  const StackRead r = ReadPythonStack(ts, frames, kMaxFrames);
+  const StackRead r = ReadHeldThreadStack(ts, frames, kMaxFrames);
   stats_.invalid_frames += r.invalid;
   if (r.truncated) ++stats_.truncated_stacks;
   ResolveFrames(frames, r.nframes, &scratch_ids_);
@@ -471,7 +482,7 @@ void Aggregator::MainThreadStack(std::vector<uint32_t>* out) {
   auto it = tstates_.find(config_.main_tid);
   if (it == tstates_.end()) return;
   RawFrame frames[kMaxFrames];
-  const StackRead r = ReadPythonStack(it->second, frames, kMaxFrames);
+  const StackRead r = ReadHeldThreadStack(it->second, frames, kMaxFrames);
   ResolveFrames(frames, r.nframes, out);
 }
 

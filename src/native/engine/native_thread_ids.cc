@@ -8,7 +8,7 @@ namespace peakline::engine {
 namespace {
 // pthread id -> kernel thread id. Guarded by the GIL. Leaked on purpose: it may be read by a
 // session still alive at interpreter exit, after static destructors would have run.
-std::unordered_map<unsigned long, pid_t>& Table() {
+[[maybe_unused]] std::unordered_map<unsigned long, pid_t>& Table() {  // used on 3.10 only
   static auto* table = new std::unordered_map<unsigned long, pid_t>();
   return *table;
 }

@@ -187,6 +187,11 @@ std::string SetUpRegions() {
 std::string StartProfiler(const ProfilerConfig& config) {
   if (g_session) return "peakline is already profiling this process";
   if (config.cpu_interval_ns < 1'000'000) return "the CPU sampling interval must be at least 1 ms";
+#ifdef Py_GIL_DISABLED
+  // Free-threaded build: the memory hooks' stack capture and the Python-domain wrappers rely
+  // on the GIL (the session turns memory off there and says so; this is the backstop).
+  if (config.memory) return "memory profiling is not available on free-threaded CPython";
+#endif
   if (const char* problem = SelfCheckFrameLayout()) {
     return std::string("cannot read this interpreter's frames: ") + problem;
   }

@@ -1,5 +1,7 @@
 #include "engine/python_frames.h"
 
+#include <dlfcn.h>
+
 #include <cstddef>
 #include <cstring>
 
@@ -29,12 +31,6 @@ struct FrameView {
   cpython::CodeShape code;  // code.type == nullptr: the code object could not be read
 };
 
-// A pointer that can be an object: aligned, above the zero page, in user space.
-bool PlausibleObject(const void* p) {
-  const auto v = reinterpret_cast<uintptr_t>(p);
-  return (v & (alignof(void*) - 1)) == 0 && v >= 4096 && v < (uintptr_t{1} << 47);
-}
-
 // Fills view for frame f (copied when copy is set); false when f cannot be read at all.
 bool ViewFrame(const cpython::InterpreterFrame* f, bool copy, FrameView* view) {
   if (copy) {
@@ -45,51 +41,21 @@ bool ViewFrame(const cpython::InterpreterFrame* f, bool copy, FrameView* view) {
   }
   view->code = cpython::CodeShape{};
   PyObject* code = cpython::FrameCode(view->frame);
-  if (cpython::FrameIsShim(view->frame) || !PlausibleObject(code)) return true;
+  if (cpython::OwnedByInterpreter(view->frame) || !PlausibleObject(code)) return true;
   if (!cpython::ReadCodeShape(code, copy, &view->code)) view->code = cpython::CodeShape{};
   return true;
-}
-
-// A frame inside the thread's current data-stack chunk but past its top has been popped
-// (its memory is free for the next call); frames elsewhere (older chunks, generators) are not
-// judged here. Reads only the thread state.
-bool PoppedFrame(PyThreadState* ts, const cpython::InterpreterFrame* f) {
-#if PY_VERSION_HEX < 0x030B0000
-  (void)ts, (void)f;
-  return false;  // 3.10: no data stack (engine/frame_layout_v310.h)
-#else
-  const _PyStackChunk* chunk = ts->datastack_chunk;
-  if (chunk == nullptr) return false;
-  const auto* at = reinterpret_cast<const char*>(f);
-  const auto* base = reinterpret_cast<const char*>(&chunk->data[0]);
-  const auto* limit = reinterpret_cast<const char*>(ts->datastack_limit);
-  const auto* top = reinterpret_cast<const char*>(ts->datastack_top);
-  // top itself is allowed: the frame being popped right now (its caller is live).
-  return at >= base && at < limit && at > top;
-#endif
 }
 }  // namespace
 
 namespace {
 enum class ReadMode { kOwn, kOwnRacy, kOtherThread };
 
-// The thread's current frame. For another, running thread: 3.11 and 3.12 keep it in a C-stack
-// record (cframe) that the owner replaces on every entry to the eval loop: copied, not
-// dereferenced. ts->cframe itself is read racily (one aligned word).
+// The thread's current frame; another, running thread's is read racily (CurrentFrameRacy: on
+// 3.11 and 3.12 it sits in a C-stack record that the owner replaces on every entry to the eval
+// loop, so it is copied, not dereferenced).
 const cpython::InterpreterFrame* CurrentFrameOf(PyThreadState* ts, ReadMode mode) {
   if (mode != ReadMode::kOtherThread) return cpython::CurrentFrame(ts);
-#if PY_VERSION_HEX >= 0x030D0000
-  return reinterpret_cast<cpython::InterpreterFrame*>(
-      __atomic_load_n(&ts->current_frame, __ATOMIC_RELAXED));
-#elif PY_VERSION_HEX < 0x030B0000
   return cpython::CurrentFrameRacy(ts);
-#else
-  auto* cframe = __atomic_load_n(&ts->cframe, __ATOMIC_RELAXED);
-  if (cframe == nullptr) return nullptr;
-  decltype(cframe->current_frame) current = nullptr;
-  if (!SafeRead(&cframe->current_frame, &current, sizeof(current))) return nullptr;
-  return reinterpret_cast<const cpython::InterpreterFrame*>(current);
-#endif
 }
 
 StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode);
@@ -110,10 +76,21 @@ namespace {
 // free-list pointer (or 0), far above any count.
 bool PlausibleRefcount(Py_ssize_t refcnt) { return refcnt > 0 && refcnt < (Py_ssize_t{1} << 40); }
 
+// The reference count in a copied object header. A free-threaded build splits it into a
+// thread-local and a shared part with no single word to judge: the type check decides alone.
+bool PlausibleHeaderRefcount(const PyObject& head) {
+#ifdef Py_GIL_DISABLED
+  (void)head;
+  return true;
+#else
+  return PlausibleRefcount(head.ob_refcnt);
+#endif
+}
+
 bool LooksLikeLiveString(const PyObject* s) {
   PyObject head;
   return PlausibleObject(s) && SafeRead(s, &head, sizeof(head)) &&
-         head.ob_type == &PyUnicode_Type && PlausibleRefcount(head.ob_refcnt);
+         head.ob_type == &PyUnicode_Type && PlausibleHeaderRefcount(head);
 }
 }  // namespace
 
@@ -128,8 +105,8 @@ bool ForeignCodeLooksAlive(const RawFrame& frame) {
       !cpython::ReadCodeShape(frame.code, /*copy=*/true, &shape)) {
     return false;
   }
-  const Py_ssize_t refcnt = reinterpret_cast<const PyObject*>(&code)->ob_refcnt;
-  return shape.type == &PyCode_Type && PlausibleRefcount(refcnt) && frame.lasti >= -1 &&
+  return shape.type == &PyCode_Type &&
+         PlausibleHeaderRefcount(*reinterpret_cast<const PyObject*>(&code)) && frame.lasti >= -1 &&
          frame.lasti < shape.ncodeunits && LooksLikeLiveString(code.co_filename) &&
          LooksLikeLiveString(code.co_name);
 }
@@ -154,13 +131,13 @@ StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode) {
   FrameView view;
   while (f != nullptr) {
     if (++guard > 4096 || (reinterpret_cast<uintptr_t>(f) & (alignof(void*) - 1)) != 0 ||
-        !ViewFrame(f, unproven, &view) || (unproven && PoppedFrame(ts, f))) {
+        !ViewFrame(f, unproven, &view) || (unproven && cpython::FramePopped(ts, f))) {
       ++r.invalid;
       break;
     }
     const cpython::InterpreterFrame* fr = view.frame;
     const cpython::InterpreterFrame* prev = fr->previous;
-    if (cpython::FrameIsShim(fr)) {
+    if (cpython::OwnedByInterpreter(fr)) {
       f = prev;
       continue;
     }
@@ -168,7 +145,9 @@ StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode) {
     at_top = false;
     PyObject* code_obj = cpython::FrameCode(fr);
     std::ptrdiff_t lasti = -2;
-    if (view.code.type == &PyCode_Type) lasti = cpython::FrameLasti(fr, view.code);
+    const uint16_t* bytecode = nullptr;  // the instructions fr runs in
+    if (view.code.type == &PyCode_Type) bytecode = cpython::FrameBytecode(fr, code_obj, view.code);
+    if (bytecode != nullptr) lasti = cpython::FrameLasti(fr, bytecode);
     if (lasti < -1 || lasti >= view.code.ncodeunits) {
       ++r.invalid;
       if (unproven) break;  // garbage, or a frame too far gone to vouch for its caller
@@ -177,8 +156,16 @@ StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode) {
     }
     const bool copied = unproven;
     unproven = always_copy;  // another running thread: no frame vouches for the next one
+    // A frame that has not reached its first traceable instruction (pushed, its call not yet
+    // begun; 3.13+'s __init__ shim of CALL_ALLOC_AND_ENTER_INIT) is what CPython itself calls
+    // incomplete and leaves out of every frame walk: its caller's line is the one running.
+    if (cpython::FrameIncomplete(fr, view.code, lasti)) {
+      at_top = top;
+      f = prev;
+      continue;
+    }
     if (top && lasti >= 0) {
-      const uint16_t* instr = view.code.first_instr + lasti;
+      const uint16_t* instr = bytecode + lasti;
       uint8_t opcode = 0;
       if (!copied) {
         r.top_opcode = *reinterpret_cast<const uint8_t*>(instr);
@@ -209,7 +196,58 @@ StackRead ReadStack(PyThreadState* ts, RawFrame* out, int max, ReadMode mode) {
 }
 }  // namespace
 
+namespace {
+#ifdef PEAKLINE_CPYTHON_DEBUG_OFFSETS
+// From 3.14 on the interpreter publishes the offsets of the fields an out-of-process debugger
+// reads (_Py_DebugOffsets, the first member of _PyRuntime, for remote debugging). The reader
+// keeps its compiled mirror (a field read costs nothing in the signal handler, where an
+// offset table costs a load per field) and holds it to the interpreter's own table here:
+// a mirror that does not match the running interpreter is refused before it is used.
+const char* CheckDebugOffsets() {
+  const auto* d = static_cast<const cpython::DebugOffsets*>(dlsym(RTLD_DEFAULT, "_PyRuntime"));
+  if (d == nullptr) return "the interpreter exports no _PyRuntime to check the frame layout";
+  if (std::memcmp(d->cookie, "xdebugpy", sizeof(d->cookie)) != 0) {
+    return "_PyRuntime does not start with the interpreter's debug offsets";
+  }
+  if ((d->version >> 16) != (PY_VERSION_HEX >> 16)) {
+    return "the core was built for another CPython version than the one running";
+  }
+#ifdef Py_GIL_DISABLED
+  constexpr uint64_t kFreeThreaded = 1;
+#else
+  constexpr uint64_t kFreeThreaded = 0;
+#endif
+  if (d->free_threaded != kFreeThreaded) {
+    return "the core was built for a CPython build of the other threading kind (GIL or free-threaded)";
+  }
+  using Frame = cpython::InterpreterFrame;
+  const auto& frame = d->interpreter_frame;
+  if (frame.previous != offsetof(Frame, previous) ||
+      frame.executable != offsetof(Frame, f_executable) ||
+      frame.instr_ptr != offsetof(Frame, instr_ptr) || frame.owner != offsetof(Frame, owner) ||
+      frame.stackpointer != offsetof(Frame, stackpointer)) {
+    return "the frame mirror disagrees with the interpreter's debug offsets";
+  }
+#ifdef Py_GIL_DISABLED
+  if (frame.tlbc_index != offsetof(Frame, tlbc_index) ||
+      d->code_object.co_tlbc != offsetof(PyCodeObject, co_tlbc)) {
+    return "the thread-local bytecode fields disagree with the interpreter's debug offsets";
+  }
+#endif
+  if (d->thread_state.current_frame != offsetof(PyThreadState, current_frame) ||
+      d->thread_state.datastack_chunk != offsetof(PyThreadState, datastack_chunk) ||
+      d->code_object.co_code_adaptive != offsetof(PyCodeObject, co_code_adaptive)) {
+    return "the thread state or code object headers disagree with the interpreter's debug offsets";
+  }
+  return nullptr;
+}
+#endif
+}  // namespace
+
 const char* SelfCheckFrameLayout() {
+#ifdef PEAKLINE_CPYTHON_DEBUG_OFFSETS
+  if (const char* problem = CheckDebugOffsets(); problem != nullptr) return problem;
+#endif
   PyThreadState* ts = PyThreadState_Get();
   RawFrame frames[kMaxFrames];
   StackRead r = ReadPythonStack(ts, frames, kMaxFrames);

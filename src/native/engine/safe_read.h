@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace peakline::engine {
 
@@ -15,6 +16,12 @@ inline bool SafeRead(const void* addr, void* out, size_t n) {
   iovec local{out, n};
   iovec remote{const_cast<void*>(addr), n};
   return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+}
+
+// A pointer that can be an object: aligned, above the zero page, in user space.
+inline bool PlausibleObject(const void* p) {
+  const auto v = reinterpret_cast<uintptr_t>(p);
+  return (v & (alignof(void*) - 1)) == 0 && v >= 4096 && v < (uintptr_t{1} << 47);
 }
 
 }  // namespace peakline::engine

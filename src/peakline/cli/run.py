@@ -265,7 +265,7 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
     from peakline import child, runner
 
     session = Session(options, program=target.display, argv=[target.display, *target.args])
-    tracker = None if opts.no_children else child.ChildTracker(options)
+    tracker = None if opts.no_children else child.ChildTracker(session.options)
     main_pid = os.getpid()
     written = False
     writing = False

@@ -1,4 +1,5 @@
-// CPython 3.10's frame stack, for the frame reader (engine/python_frames.h).
+// CPython 3.10's frame stack, for the frame reader (engine/python_frames.cc). Included by
+// engine/frame_layout.h, never directly.
 //
 // 3.10 has no _PyInterpreterFrame: every Python frame is a heap PyFrameObject, the thread
 // state points to the innermost one (PyThreadState::frame) and each links to its caller
@@ -13,24 +14,16 @@
 // header at compile time and SelfCheckFrameLayout() to the running interpreter at start-up.
 // Only the prefix up to f_lasti is mirrored, so a copy (SafeRead) stays small.
 //
-// What 3.10 does not have, and the reader does without: shim frames owned by the C stack
-// (every frame here is a Python frame), a per-thread data stack (a popped frame is a
-// released object, not memory above a stack top; the thread state stops pointing to a frame
-// before the frame is released, in _PyEval_EvalFrameDefault's exit).
-#ifndef PEAKLINE_ENGINE_FRAME_LAYOUT_V310_H_
-#define PEAKLINE_ENGINE_FRAME_LAYOUT_V310_H_
-
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
-#if PY_VERSION_HEX >= 0x030A0000 && PY_VERSION_HEX < 0x030B0000
+// What 3.10 does not have, and the reader does without: frames owned by the interpreter
+// (every frame here is a Python frame; no `owner` field), a per-thread data stack (a popped
+// frame is a released object, not memory above a stack top; the thread state stops pointing
+// to a frame before the frame is released, in _PyEval_EvalFrameDefault's exit), incomplete
+// frames (no _co_firsttraceable: a frame is on the thread's chain only from its first
+// instruction's dispatch, f_lasti -1 until then).
+#ifndef PEAKLINE_ENGINE_FRAME_LAYOUTS_FRAME_LAYOUT_310_H_
+#define PEAKLINE_ENGINE_FRAME_LAYOUTS_FRAME_LAYOUT_310_H_
 
 #include <frameobject.h>
-
-#include <cstddef>
-#include <cstdint>
-
-#include "engine/safe_read.h"
 
 namespace peakline::engine::cpython {
 
@@ -54,16 +47,13 @@ static_assert(offsetof(InterpreterFrame, f_code) == offsetof(PyFrameObject, f_co
 static_assert(offsetof(InterpreterFrame, f_lasti) == offsetof(PyFrameObject, f_lasti));
 
 inline PyObject* FrameCode(const InterpreterFrame* f) { return f->f_code; }
-inline bool FrameIsShim(const InterpreterFrame*) { return false; }
+inline bool OwnedByInterpreter(const InterpreterFrame*) { return false; }
 inline InterpreterFrame* CurrentFrame(PyThreadState* ts) {
   return reinterpret_cast<InterpreterFrame*>(ts->frame);
 }
 // Another thread's current frame: one aligned word, read racily.
 inline const InterpreterFrame* CurrentFrameRacy(PyThreadState* ts) {
   return reinterpret_cast<const InterpreterFrame*>(__atomic_load_n(&ts->frame, __ATOMIC_RELAXED));
-}
-inline std::ptrdiff_t FrameLasti(const InterpreterFrame* f, const CodeShape&) {
-  return f->f_lasti;
 }
 
 // The code object's type and instructions (co_code). With copy, every read goes through
@@ -91,7 +81,17 @@ inline bool ReadCodeShape(const void* code, bool copy, CodeShape* out) {
   return true;
 }
 
+// The instructions are co_code's bytes; f_lasti counts code units into them.
+inline const uint16_t* FrameBytecode(const InterpreterFrame*, const PyObject*,
+                                     const CodeShape& shape) {
+  return shape.first_instr;
+}
+inline std::ptrdiff_t FrameLasti(const InterpreterFrame* f, const uint16_t*) { return f->f_lasti; }
+inline bool FrameIncomplete(const InterpreterFrame*, const CodeShape&, std::ptrdiff_t) {
+  return false;
+}
+inline bool FramePopped(PyThreadState*, const InterpreterFrame*) { return false; }
+
 }  // namespace peakline::engine::cpython
 
-#endif  // 3.10
-#endif  // PEAKLINE_ENGINE_FRAME_LAYOUT_V310_H_
+#endif  // PEAKLINE_ENGINE_FRAME_LAYOUTS_FRAME_LAYOUT_310_H_

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Build peakline for the CPython versions this machine's own distribution does not have (3.14
+# and 3.15: Debian's testing suite, "forky") and run the measuring tests on each, inside a
+# Debian forky root entered with chroot. Needs root (debootstrap, chroot, mounts).
+#
+#   bash scripts/test-all-pythons.sh prepare     # make the root, or reuse it (network-bound)
+#   bash scripts/test-all-pythons.sh run [ARGS]  # prepare if needed, then build and test;
+#                                                # ARGS go to pytest
+#
+# PEAKLINE_FORKY_ROOT      where the root lives and is kept between runs
+#                          (default /var/cache/peakline/forky, outside the checkout)
+# PEAKLINE_CHROOT_PYTHONS  the versions to test (default "3.14 3.15")
+#
+# scripts/test.sh starts `prepare` in the background first thing and `run` at its end, so
+# debootstrap and apt download while the main suite runs. Every mount lives in a private
+# mount namespace (unshare), so an interrupted run leaves nothing mounted; each version gets
+# a throwaway virtual environment and a fresh copy of the checkout inside the root.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+ROOT=${PEAKLINE_FORKY_ROOT:-/var/cache/peakline/forky}
+VERSIONS=${PEAKLINE_CHROOT_PYTHONS-3.14 3.15}
+SUITE=forky
+# The measuring subset: CPU split and threads 4:2:1, the 200 MB line, peak, leak vs cache,
+# copies, children, the CLI and the API (the full suite runs on the default Python).
+TESTS=(tests/python/test_cpu_accuracy.py tests/python/test_memory_accuracy.py
+       tests/python/test_cli_run.py tests/python/test_api.py tests/python/test_model.py
+       "tests/python/test_processes.py::test_pool_workers_work_shows_on_the_worker_function_lines"
+       "tests/python/test_processes.py::test_process_executor_subprocess_and_fork_keep_results_and_exit_codes")
+# Third-party packages the subset uses; one without a wheel for a version skips only the tests
+# that import it (pytest.importorskip), and this script says so.
+OPTIONAL_PACKAGES=(numpy pandas)
+
+log() { printf '\n== %s\n' "$*"; }
+
+packages() {
+  local v list="g++ cmake"
+  for v in $VERSIONS; do list="$list python$v-dev python$v-venv"; done
+  echo "$list"
+}
+
+# The Debian mirror this machine's apt uses (deb822 "URIs:" or one-line "deb URI suite").
+mirror() {
+  local uri
+  uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources \
+          2>/dev/null | awk '/^URIs:/ {print $2} /^deb / {print ($2 ~ /^\[/ ? $3 : $2)}' |
+        grep -v -e security -e '^file:' | head -n 1 || true)
+  echo "${uri:-http://deb.debian.org/debian}"
+}
+
+# Runs a command in the root with /proc and /dev mounted, in a private mount namespace.
+in_root() {
+  unshare --mount --propagation private -- /bin/sh -c '
+    root=$1; shift
+    mount -t proc proc "$root/proc" && mount --rbind /dev "$root/dev" &&
+    exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+      LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 \
+      PIP_CERT=/etc/ssl/host-ca-certificates.crt SSL_CERT_FILE=/etc/ssl/host-ca-certificates.crt \
+      PYTHONDONTWRITEBYTECODE=1 "$@"' sh "$ROOT" "$@"
+}
+
+prepare() {
+  [ -n "$VERSIONS" ] || return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "test-all-pythons: needs root (debootstrap, chroot); skipped" >&2
+    return 1
+  fi
+  mkdir -p "$(dirname "$ROOT")"
+  exec 9>"$ROOT.lock"
+  flock 9   # one prepare at a time (test.sh's background one and a run)
+  local wanted
+  wanted=$(packages)
+  if [ -f "$ROOT/.peakline-ready" ] && [ "$(cat "$ROOT/.peakline-ready")" = "$wanted" ]; then
+    echo "test-all-pythons: reusing $ROOT"
+    return 0
+  fi
+  if ! [ -x "$ROOT/usr/bin/apt-get" ]; then
+    command -v debootstrap >/dev/null 2>&1 ||
+      { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap; }
+    log "debootstrap $SUITE into $ROOT from $(mirror)"
+    rm -rf "$ROOT.partial"
+    # The host's debootstrap may predate forky: sid's script builds any Debian suite.
+    debootstrap --variant=minbase "$SUITE" "$ROOT.partial" "$(mirror)" \
+      /usr/share/debootstrap/scripts/sid
+    mv "$ROOT.partial" "$ROOT"
+  fi
+  cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+  # pip inside the root reaches PyPI with the host's certificate authorities (the root's own
+  # bundle does not know a proxy's).
+  mkdir -p "$ROOT/etc/ssl"
+  cp /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/host-ca-certificates.crt"
+  log "apt-get install $wanted (in $ROOT)"
+  # Check-Valid-Until: a mirror snapshot's Release file may be past its validity date.
+  in_root /bin/sh -c "apt-get -q -o Acquire::Check-Valid-Until=false update &&
+    apt-get -q -y -o Acquire::Check-Valid-Until=false install --no-install-recommends $wanted"
+  echo "$wanted" > "$ROOT/.peakline-ready"
+}
+
+run_version() {
+  local v=$1
+  shift
+  local work=/tmp/peakline-$v
+  rm -rf "$ROOT$work"
+  mkdir -p "$ROOT$work/src"
+  # The checkout's files only (never its build folders or venvs).
+  if git rev-parse --git-dir >/dev/null 2>&1; then
+    git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - |
+      tar -xf - -C "$ROOT$work/src"
+  else
+    tar --exclude=./build --exclude=./.git -cf - . | tar -xf - -C "$ROOT$work/src"
+  fi
+  log "CPython $v: build peakline and run the measuring tests (in $ROOT)"
+  in_root /bin/bash -c '
+    set -u
+    v=$1 work=$2; shift 2
+    cd "$work/src"
+    python$v -VV
+    python$v -m venv "$work/venv" || exit 1
+    py=$work/venv/bin/python
+    $py -m pip install -q pytest hypothesis || exit 1
+    for pkg in '"${OPTIONAL_PACKAGES[*]}"'; do
+      $py -m pip install -q --only-binary=:all: "$pkg" >/dev/null 2>&1 ||
+        echo "test-all-pythons: $pkg has no wheel for CPython $v here; the tests that need it are skipped"
+    done
+    $py -m pip install -q . || exit 1
+    $py -m pytest -q -rs -p no:cacheprovider "$@"
+  ' sh "$v" "$work" "$@"
+  local status=$?
+  rm -rf "$ROOT$work"
+  return $status
+}
+
+run() {
+  [ -n "$VERSIONS" ] || return 0
+  prepare
+  local v status=0
+  for v in $VERSIONS; do
+    run_version "$v" "${TESTS[@]}" "$@" || status=1
+  done
+  return $status
+}
+
+case "${1:-run}" in
+  prepare) prepare ;;
+  run) shift || true; run "$@" ;;
+  *) echo "usage: $0 [prepare|run [pytest args]]" >&2; exit 2 ;;
+esac
