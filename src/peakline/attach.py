@@ -133,6 +133,7 @@ class Attachment:
         self._directory = directory
         self._connection = connection
         self._detached = False
+        self._out_of_step = False         # a request was interrupted half-way (Ctrl-C)
 
     @classmethod
     def attach(cls, pid: int, options: SessionOptions | None = None, *,
@@ -207,6 +208,11 @@ class Attachment:
         """Stops the session in the target, undoes it there and returns the Profile."""
         if self._detached:
             raise AttachError("already detached")
+        if self._out_of_step:
+            self.close()
+            raise AttachError(f"process {self.pid}: a request was interrupted half-way, so no "
+                              "profile can be read; the process stops profiling and undoes it "
+                              "by itself now that the connection is closed")
         try:
             reply = self._request("stop")
         finally:
@@ -256,6 +262,9 @@ class Attachment:
             reply = _recv(self._connection)
         except OSError as exc:
             raise AttachError(f"process {self.pid}: the control connection failed: {exc}") from exc
+        except BaseException:  # KeyboardInterrupt between two bytes of a message
+            self._out_of_step = True
+            raise
         if reply is None:
             raise AttachError(f"process {self.pid} ended before sending its profile")
         return reply

@@ -280,12 +280,25 @@ def attach_live(attachment, label: str, *, deadline: float | None = None):
     command's) thread until q, the target's exit or ``deadline``; returns the AttachSource,
     whose ``final`` is the profile (detached) or None (still attached: Ctrl-C or the view
     failed; the caller detaches). The target's output is left alone: it is another process."""
+    import signal
+
     from peakline.live.source import AttachSource
 
     source = AttachSource(attachment, label, deadline=deadline)
+
+    def on_sigint(signum, frame):
+        # The first Ctrl-C ends the view at its next step, never in the middle of a request
+        # to the target (the connection would be out of step, and the profile lost); a second
+        # one interrupts at once, as usual.
+        if source.interrupted:
+            raise KeyboardInterrupt
+        source.interrupted = True
+
     tty = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+    previous = signal.signal(signal.SIGINT, on_sigint)
     try:
         LiveView(source, tty, on_quit=source.stop).run()
     finally:
+        signal.signal(signal.SIGINT, previous)
         os.close(tty)
     return source

@@ -120,6 +120,7 @@ class AttachSource:
         self.final: Profile | None = None
         self.error: BaseException | None = None   # the connection failed (AttachError)
         self.stopped_by_view = False
+        self.interrupted = False   # Ctrl-C (attach_live): the view ends, the caller detaches
 
     @property
     def running(self) -> bool:
@@ -128,12 +129,12 @@ class AttachSource:
 
     @property
     def ended(self) -> bool:
-        return self.final is not None or self.error is not None
+        return self.final is not None or self.error is not None or self.interrupted
 
     def poll(self) -> Profile | None:
         import time
 
-        if self.ended or self.attachment.detached:
+        if self.final is not None or self.error is not None or self.attachment.detached:
             return None
         if self.deadline is not None and time.monotonic() >= self.deadline:
             self._detach()
@@ -159,7 +160,7 @@ class AttachSource:
         return profile
 
     def stop(self) -> None:
-        if not self.ended and not self.attachment.detached:
+        if self.final is None and self.error is None and not self.attachment.detached:
             self._detach()
             self.stopped_by_view = self.final is not None
 
