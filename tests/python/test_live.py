@@ -190,10 +190,11 @@ def test_snapshot_file_source_reads_a_file_when_it_changes(tmp_path, build, make
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="attach is implemented for x86-64")
+@pytest.mark.parametrize("key", ["q", "C-c"])
 def test_attach_live_shows_the_target_and_quitting_detaches_and_writes_the_profile(tmp_path,
-                                                                                   tmux):
-    # `peakline attach PID --live`: the same view over another process; q detaches, the
-    # profile is written as a plain attach writes it, the target runs on untouched.
+                                                                                   tmux, key):
+    # `peakline attach PID --live`: the same view over another process; q (or Ctrl-C)
+    # detaches, the profile is written as a plain attach writes it, the target runs on.
     program = Path(__file__).resolve().parents[1] / "programs" / "attach_target.py"
     hot = next(n for n, line in enumerate(program.read_text().splitlines(), 1)
                if "# the hot line" in line)
@@ -217,7 +218,7 @@ def test_attach_live_shows_the_target_and_quitting_detaches_and_writes_the_profi
             f"attach_target.py:{hot} as the hottest line")
         assert "peakline live" in screen and f"pid {target.pid}" in screen
         assert "progress" not in screen       # the target's output is not ours to show
-        tmux("send-keys", "q")
+        tmux("send-keys", key)
         tmux.wait_for(lambda s: "profile written to" in s, 20, "the detach", history=True)
         deadline = time.monotonic() + 10
         while not status.exists() and time.monotonic() < deadline:
