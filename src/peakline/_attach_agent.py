@@ -7,8 +7,9 @@ socket, starts an ordinary peakline session (peakline.session) and hands the con
 control thread. The control thread waits for one command:
 
     {"cmd": "stop"}      stop the session, send its raw data, undo everything, end.
-    {"cmd": "snapshot"}  send the data so far without stopping (needs a core that can
-                         collect while running; answers {"error": ...} otherwise).
+    {"cmd": "snapshot"}  send the data so far without stopping (Session.snapshot_raw; the
+                         live view of `peakline attach --live` asks once a second); answers
+                         {"error": ...} if the session is no longer running.
 
 The connection closing without a command (the attaching command was killed) stops the session
 too, and the data is dropped. If the process exits while attached, an atexit handler stops
@@ -35,6 +36,9 @@ import sys
 # The attachment in progress in this process, or None. Guarded by _lock.
 _lock = _thread.allocate_lock()
 _state: dict | None = None
+# One message at a time on the connection: the control thread's reply to a snapshot and the
+# atexit handler's data may be sent at the same time.
+_send_lock = _thread.allocate_lock()
 
 
 def _send(sock, message: dict) -> None:
@@ -150,18 +154,19 @@ def _control() -> None:
 
 def _reply(sock, message: dict) -> None:
     try:
-        _send(sock, message)
+        with _send_lock:
+            _send(sock, message)
     except OSError:
         pass
 
 
 def _snapshot(state: dict) -> dict:
     session = state["session"]
-    take = getattr(session, "snapshot_raw", None)  # a core that can collect while running
-    if take is None:
-        return {"error": "this peakline core cannot collect a running session's data; "
-                         "stop (detach) to get the profile"}
-    return _data(session, take(), exited=False, control_tid=state["control_tid"])
+    try:
+        raw = session.snapshot_raw()
+    except BaseException as exc:  # noqa: BLE001 - stopped meanwhile (exiting): reported
+        return {"error": f"no snapshot: {type(exc).__name__}: {exc}"}
+    return _data(session, raw, exited=False, control_tid=state["control_tid"])
 
 
 def _finish(state: dict, *, exited: bool) -> dict | None:

@@ -133,6 +133,7 @@ class Attachment:
         self._directory = directory
         self._connection = connection
         self._detached = False
+        self._out_of_step = False         # a request was interrupted half-way (Ctrl-C)
 
     @classmethod
     def attach(cls, pid: int, options: SessionOptions | None = None, *,
@@ -182,18 +183,36 @@ class Attachment:
                 listener.close()
 
     def profile_so_far(self):
-        """The profile of the attachment so far, without stopping it (for a live view to
-        poll). Needs a core that can collect while running; ProfilerStateError otherwise."""
+        """The profile of the attachment so far, without stopping it (the live view of
+        ``peakline attach --live`` polls it): the target's session is read, not reset
+        (Session.snapshot_raw), so each one covers the attachment from its start.
+
+        If the target exits meanwhile, its final data arrives instead (unasked, from its
+        atexit handler): then the attachment is over and the final profile is returned, with
+        ``attached.process_exited`` true. ProfilerStateError if the target could not take a
+        snapshot (its session stopping because it exits: ``wait_for_exit`` gets the data)."""
         from peakline.errors import ProfilerStateError
         reply = self._request("snapshot")
+        if reply.get("exited"):
+            return self.build(reply)
         if "error" in reply:
             raise ProfilerStateError(reply["error"])
         return self._build(reply)
+
+    @property
+    def detached(self) -> bool:
+        """True once detached, closed, or the target's final data has arrived."""
+        return self._detached
 
     def detach(self):
         """Stops the session in the target, undoes it there and returns the Profile."""
         if self._detached:
             raise AttachError("already detached")
+        if self._out_of_step:
+            self.close()
+            raise AttachError(f"process {self.pid}: a request was interrupted half-way, so no "
+                              "profile can be read; the process stops profiling and undoes it "
+                              "by itself now that the connection is closed")
         try:
             reply = self._request("stop")
         finally:
@@ -234,10 +253,18 @@ class Attachment:
 
     def _request(self, command: str) -> dict:
         try:
-            _send(self._connection, {"cmd": command})
+            try:
+                _send(self._connection, {"cmd": command})
+            except OSError:
+                # The target closed its end: if it exited while attached, its final data is
+                # already waiting here (the reply is then that data, marked "exited").
+                pass
             reply = _recv(self._connection)
         except OSError as exc:
             raise AttachError(f"process {self.pid}: the control connection failed: {exc}") from exc
+        except BaseException:  # KeyboardInterrupt between two bytes of a message
+            self._out_of_step = True
+            raise
         if reply is None:
             raise AttachError(f"process {self.pid} ended before sending its profile")
         return reply

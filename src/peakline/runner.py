@@ -586,8 +586,8 @@ def _watch(signum: int) -> None:
 
 
 # ---- chained signals ----------------------------------------------------------------------
-# The snapshot signal (SIGUSR2 by default; snapshots.py) is peakline's *and* the program's: the
-# kernel runs peakline's Python handler, which does its part and then calls the program's
+# The snapshot signal (snapshots.py; only with --snapshot-every, --live or --snapshot-signal) is
+# peakline's *and* the program's: the kernel runs peakline's Python handler, which does its part and then calls the program's
 # handler, if it set one, with the same arguments. To the program the signal is its own:
 # signal.getsignal reports what it set (SIG_DFL before), signal.signal records its handler and
 # returns the previous one, as unprofiled. One difference remains, by design: with SIG_DFL the

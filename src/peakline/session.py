@@ -475,18 +475,9 @@ class Session:
         GIL-side work on the calling thread: call it from a thread of peakline's own
         (``exclude_current_thread``), not from the program's, or its cost is charged to the
         program. Phases still open end at the snapshot's time in it (not in the session)."""
-        if not self.running:
-            raise ProfilerStateError("this profiling session is not running")
-        core = _core()
         now = time.perf_counter()
         taken_wall = time.time()
-        with self._core_lock:
-            if not self.running:
-                raise ProfilerStateError("this profiling session is not running")
-            raw = core.collect_running()
-        raw.setdefault("stats", {})["process_cpu_ns"] = \
-            time.process_time_ns() - _own_threads_cpu_ns() - self._started_cpu_ns
-        raw["sampling_warning"] = None
+        raw = self.snapshot_raw()
         elapsed_s = max(0.0, now - self._started_mono)
         phases = []
         for phase in list(self.phases):
@@ -503,6 +494,24 @@ class Session:
                 "end_s": elapsed_s, "taken_at": taken.isoformat().replace("+00:00", "Z")}
         return self._build(raw, elapsed_s=elapsed_s, exit_code=None, phases=phases,
                            snapshot=info)
+
+    def snapshot_raw(self) -> dict[str, Any]:
+        """The core's raw data so far of a running session (what ``snapshot`` builds its
+        profile from, and what ``peakline attach`` sends to the attaching command, which builds
+        the profile there): the counters are read, not reset; ``stats.process_cpu_ns`` is the
+        process CPU so far without peakline's own threads; no sampling warning (the run is not
+        over). Same caveats as ``snapshot``; ProfilerStateError if not running."""
+        if not self.running:
+            raise ProfilerStateError("this profiling session is not running")
+        core = _core()
+        with self._core_lock:
+            if not self.running:
+                raise ProfilerStateError("this profiling session is not running")
+            raw = core.collect_running()
+        raw.setdefault("stats", {})["process_cpu_ns"] = \
+            time.process_time_ns() - _own_threads_cpu_ns() - self._started_cpu_ns
+        raw["sampling_warning"] = None
+        return raw
 
     def _build(self, raw, *, elapsed_s: float, exit_code: int | None, phases, snapshot=None):
         from peakline.model.builder import build_profile

@@ -13,7 +13,8 @@ Building holds the GIL while Python code runs: that, and the model's modules imp
 first snapshot, is what a snapshot costs the program
 (docs/benchmarks.md, "Snapshots of a running session").
 
-The snapshot signal (SIGUSR2 by default) has a Python handler that only wakes the thread. The
+The snapshot signal (SIGUSR2 by default, only with --snapshot-every or --live, or named by
+--snapshot-signal; without them the program's signals stay its own) has a Python handler that only wakes the thread. The
 program does not see it: ``signal.getsignal`` reports the program's own disposition, and a
 handler the program installs is called by peakline's after the request, as the only handler
 would be (runner.py, "chained signals").

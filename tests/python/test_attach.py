@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from peakline.attach import AttachError, Attachment, profile_for
+from peakline.errors import ProfilerStateError
 from peakline.session import SessionOptions
 
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "attach_target.py"
@@ -247,6 +248,62 @@ def test_the_profile_arrives_when_the_target_exits_while_attached(target):
     assert profile.attached["process_exited"] is True
     rc, _ = t.finish()
     assert rc == 5
+
+
+def test_profile_so_far_grows_while_attached_and_the_target_runs_on(target):
+    # What `peakline attach --live` polls: the target's session read, not reset, each time.
+    t = target("steady", "60", "4")
+    t.wait_for("progress")
+    hot, alloc = _lineno("# the hot line"), _lineno("# the allocation line")
+    attachment = Attachment.attach(t.proc.pid, SessionOptions())
+    try:
+        snapshots = []
+        for _ in range(3):
+            time.sleep(0.7)
+            snapshots.append(attachment.profile_so_far())
+        assert not attachment.detached
+        final = attachment.detach()
+    finally:
+        attachment.close()
+    detached_at = time.monotonic()
+    elapsed = [p.elapsed_s for p in snapshots] + [final.elapsed_s]
+    assert elapsed == sorted(elapsed) and len(set(elapsed)) == len(elapsed), elapsed
+    cpu = [p.totals.cpu_s for p in snapshots] + [final.totals.cpu_s]
+    assert all(b >= a for a, b in zip(cpu, cpu[1:])) and cpu[-2] > cpu[0] > 0, cpu
+    hot_cpu = [_line(p, hot).cpu_s for p in snapshots]
+    assert hot_cpu[-1] > hot_cpu[0] > 0.3 * snapshots[0].totals.cpu_s, hot_cpu
+    allocated = [_line(p, alloc).alloc_bytes for p in snapshots]
+    assert allocated[-1] > allocated[0] > 0, allocated
+    for profile in snapshots:
+        assert profile.attached["process_exited"] is False and profile.pid == t.proc.pid
+    assert final.attached["process_exited"] is False
+    # The target goes on after the snapshots and the detach, and ends as it would.
+    deadline = time.monotonic() + 10
+    while not any(tm > detached_at and line.startswith("progress") for tm, line in t.lines):
+        assert time.monotonic() < deadline, "no progress after detaching"
+        time.sleep(0.05)
+    t.proc.terminate()
+    rc, err = t.finish()
+    assert rc == 4 and err == ""
+
+
+def test_profile_so_far_returns_the_final_profile_when_the_target_exits(target):
+    t = target("steady", "1.5", "5")
+    t.wait_for("progress")
+    attachment = Attachment.attach(t.proc.pid, SessionOptions())
+    try:
+        deadline = time.monotonic() + 30
+        while not attachment.detached:
+            assert time.monotonic() < deadline
+            try:
+                profile = attachment.profile_so_far()
+            except ProfilerStateError:  # the target's session stopping: its data follows
+                profile = attachment.build(attachment.wait_for_exit(10.0))
+            time.sleep(0.2)
+    finally:
+        attachment.close()
+    assert profile.attached["process_exited"] is True
+    assert t.finish()[0] == 5
 
 
 def test_refuses_a_process_that_is_not_cpython():

@@ -187,3 +187,57 @@ def test_snapshot_file_source_reads_a_file_when_it_changes(tmp_path, build, make
     source.stop()
     source.stop()
     assert stopped == [True] and not source.running
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="attach is implemented for x86-64")
+@pytest.mark.parametrize("key", ["q", "C-c"])
+def test_attach_live_shows_the_target_and_quitting_detaches_and_writes_the_profile(tmp_path,
+                                                                                   tmux, key):
+    # `peakline attach PID --live`: the same view over another process; q (or Ctrl-C)
+    # detaches, the profile is written as a plain attach writes it, the target runs on.
+    program = Path(__file__).resolve().parents[1] / "programs" / "attach_target.py"
+    hot = next(n for n, line in enumerate(program.read_text().splitlines(), 1)
+               if "# the hot line" in line)
+    output = tmp_path / "target.out"
+    with open(output, "w") as out:
+        target = subprocess.Popen([sys.executable, str(program), "steady", "60", "4"],
+                                  stdout=out, stderr=subprocess.STDOUT,
+                                  env={**os.environ, "ATTACH_TARGET_ANY_TRACER": "1"})
+    try:
+        deadline = time.monotonic() + 20
+        while "progress" not in output.read_text():
+            assert time.monotonic() < deadline and target.poll() is None
+            time.sleep(0.05)
+        profile, status = tmp_path / "p.json", tmp_path / "status"
+        command = " ".join(shlex.quote(a) for a in [
+            sys.executable, "-m", "peakline", "attach", str(target.pid), "--live", "--outfile",
+            str(profile)])
+        tmux.start(f"{command}; echo $? > {status}; sleep 60")
+        screen = tmux.wait_for(
+            lambda s: f"attach_target.py:{hot} " in (_hot_row(s) or ""), 30,
+            f"attach_target.py:{hot} as the hottest line")
+        assert "peakline live" in screen and f"pid {target.pid}" in screen
+        assert "progress" not in screen       # the target's output is not ours to show
+        tmux("send-keys", key)
+        tmux.wait_for(lambda s: "profile written to" in s, 20, "the detach", history=True)
+        deadline = time.monotonic() + 10
+        while not status.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert status.read_text().strip() == "0"
+        final = read_profile(profile)
+        assert final.attached["process_exited"] is False and final.pid == target.pid
+        lines = {line.lineno: line for line in final.files[str(program)].lines}
+        assert lines[hot].cpu_s > 0.3 * final.totals.cpu_s
+        # The target runs on, its output still going where it went, and ends as it would.
+        printed = output.read_text().count("progress")
+        deadline = time.monotonic() + 10
+        while output.read_text().count("progress") <= printed:
+            assert time.monotonic() < deadline and target.poll() is None, "target stopped"
+            time.sleep(0.1)
+        target.terminate()
+        assert target.wait(30) == 4
+        assert output.read_text().splitlines()[-1].startswith("done ")
+    finally:
+        if target.poll() is None:
+            target.kill()
+            target.wait()

@@ -124,13 +124,13 @@ ON_DEMAND = textwrap.dedent("""\
 """)
 
 
-@pytest.mark.parametrize("signal_option", [None, "SIGUSR1"])
+@pytest.mark.parametrize("signal_option", ["SIGUSR2", "SIGUSR1"])
 def test_snapshot_signal_on_demand(tmp_path, signal_option):
     script = tmp_path / "prog.py"
     script.write_text(ON_DEMAND)
     out = tmp_path / "profile.json"
-    extra = ["--snapshot-signal", signal_option] if signal_option else []
-    signum = signal.SIGUSR1 if signal_option else signal.SIGUSR2
+    extra = ["--snapshot-signal", signal_option]
+    signum = getattr(signal, signal_option)
     proc = subprocess.Popen([sys.executable, "-m", "peakline", "run", "--outfile", str(out),
                              "--no-report", *extra, str(script), "3"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -157,14 +157,8 @@ def test_snapshot_signal_on_demand(tmp_path, signal_option):
     assert read_profile(out).snapshot is None
 
 
-def test_snapshot_signal_none_leaves_the_signal_to_the_program(tmp_path):
-    # Unprofiled, SIGUSR2 without a handler ends the program; with --snapshot-signal none too.
-    script = tmp_path / "prog.py"
-    script.write_text(ON_DEMAND)
-    proc = subprocess.Popen([sys.executable, "-m", "peakline", "run", "--outfile",
-                             str(tmp_path / "p.json"), "--no-report", "--snapshot-signal",
-                             "none", str(script), "20"],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+def _killed_by_sigusr2(command: list[str], cwd) -> int:
+    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
@@ -174,7 +168,22 @@ def test_snapshot_signal_none_leaves_the_signal_to_the_program(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == -signal.SIGUSR2
+    return proc.returncode
+
+
+@pytest.mark.parametrize("extra", [[], ["--snapshot-signal", "none"]])
+def test_sigusr2_stays_the_programs_without_snapshots(tmp_path, extra):
+    # Unprofiled, SIGUSR2 without a handler ends the program. A plain `peakline run` (no
+    # --snapshot-every, --live or --snapshot-signal) leaves it so, and so does
+    # --snapshot-signal none; nothing is written by the signal.
+    script = tmp_path / "prog.py"
+    script.write_text(ON_DEMAND)
+    unprofiled = _killed_by_sigusr2([sys.executable, str(script), "20"], tmp_path)
+    out = tmp_path / "p.json"
+    profiled = _killed_by_sigusr2([sys.executable, "-m", "peakline", "run", "--outfile",
+                                   str(out), "--no-report", *extra, str(script), "20"], tmp_path)
+    assert unprofiled == profiled == -signal.SIGUSR2
+    assert not out.exists()
 
 
 OWN_HANDLER = textwrap.dedent("""\
@@ -207,19 +216,23 @@ OWN_HANDLER = textwrap.dedent("""\
 """)
 
 
-def test_program_with_its_own_sigusr2_handler(tmp_path):
+@pytest.mark.parametrize("extra", [["--snapshot-signal", "SIGUSR2"], []])
+def test_program_with_its_own_sigusr2_handler(tmp_path, extra):
+    # With the snapshot signal asked for, the program's handler is chained behind peakline's;
+    # without (a plain run), the signal is the program's alone and asks for no snapshot.
     script = tmp_path / "own.py"
     script.write_text(OWN_HANDLER)
     out = tmp_path / "profile.json"
     unprofiled = subprocess.run([sys.executable, str(script), str(tmp_path / "none.json"), "0.2"],
                                 capture_output=True, text=True, timeout=60, cwd=tmp_path)
     profiled = subprocess.run([sys.executable, "-m", "peakline", "run", "--outfile", str(out),
-                               "--no-report", str(script), str(out), "30"],
+                               "--no-report", *extra, str(script), str(out),
+                               "30" if extra else "0.5"],
                               capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert unprofiled.returncode == profiled.returncode == 7, profiled.stderr
     plain = json.loads(unprofiled.stdout)
     seen = json.loads(profiled.stdout)
-    assert plain["trigger"] is None and seen["trigger"] == "signal"
+    assert plain["trigger"] is None and seen["trigger"] == ("signal" if extra else None)
     del plain["trigger"], seen["trigger"]
     # What the program sees of its signal is what it sees unprofiled; its handler ran 3 times.
     assert seen == plain == {"before": 0, "previous": 0, "now_is_mine": True, "got": 3,

@@ -68,9 +68,10 @@ OPTIONS = [
     Option("--snapshot-every", dest="snapshot_every", metavar="SECONDS",
            help="while the program runs, write the profile so far to the profile file every "
                 "SECONDS (atomically; the final profile replaces the last snapshot)"),
-    Option("--snapshot-signal", dest="snapshot_signal", default="SIGUSR2", metavar="SIG",
-           help="a signal that writes a snapshot on demand (default: SIGUSR2; none: off). The "
-                "program's own handler of that signal still runs"),
+    Option("--snapshot-signal", dest="snapshot_signal", metavar="SIG",
+           help="a signal that writes a snapshot on demand (default: SIGUSR2 with "
+                "--snapshot-every or --live, else none: the program's signals stay its own; "
+                "none: off). The program's own handler of that signal still runs"),
     Option("--live", dest="live", convert=None, const=True, default=False,
            help="show a live view of the profile in the terminal while the program runs "
                 "(q quits the view and stops profiling; the program runs on)"),
@@ -163,7 +164,12 @@ def main(argv: list[str]) -> int:
 
     opts.snapshot_every = snapshot_interval(opts.snapshot_every)
     from peakline.snapshots import parse_signal
-    opts.snapshot_signal = parse_signal(opts.snapshot_signal)
+    if opts.snapshot_signal is not None:
+        opts.snapshot_signal = parse_signal(opts.snapshot_signal)
+    elif opts.snapshot_every is not None or opts.live:
+        # Only when snapshots or the live view are asked for: otherwise SIGUSR2 stays the
+        # program's, with its default disposition (it kills) as when unprofiled.
+        opts.snapshot_signal = parse_signal("SIGUSR2")
     if opts.live_output and not opts.live:
         raise UsageError("--live-output needs --live")
     if opts.live:

@@ -36,9 +36,8 @@ if TYPE_CHECKING:
     from peakline.session import Session
 
 
-def check_live(output: str | None, outfile: str) -> str:
-    """--live: UsageError unless there is a terminal to draw on and Rich is installed; returns
-    the file for the program's output (absolute)."""
+def check_terminal() -> None:
+    """--live: UsageError unless there is a terminal to draw on and Rich is installed."""
     try:
         import rich  # noqa: F401
     except ImportError:
@@ -48,6 +47,11 @@ def check_live(output: str | None, outfile: str) -> str:
     except OSError as error:
         raise UsageError(f"--live needs a terminal (/dev/tty: {error.strerror or error})") from None
     os.close(fd)
+
+
+def check_live(output: str | None, outfile: str) -> str:
+    """`run --live`: check_terminal; returns the file for the program's output (absolute)."""
+    check_terminal()
     if output is None:
         stem = outfile[:-5] if outfile.endswith(".json") else outfile
         output = stem + ".out"
@@ -95,7 +99,8 @@ class LiveView:
             with Live(console=console, screen=True, auto_refresh=False,
                       redirect_stdout=False, redirect_stderr=False) as live:
                 next_poll = 0.0
-                while not self.quit and not self.closing:
+                while (not self.quit and not self.closing
+                       and not getattr(self.source, "ended", False)):
                     now = time.monotonic()
                     if now >= next_poll:
                         profile = self.source.poll()
@@ -268,3 +273,32 @@ class LiveRun:
             os.write(2, (text + "\n").encode("utf-8", "replace"))
         except OSError:
             pass
+
+
+def attach_live(attachment, label: str, *, deadline: float | None = None):
+    """`peakline attach PID --live`: the view over ``attachment`` on this (the attaching
+    command's) thread until q, the target's exit or ``deadline``; returns the AttachSource,
+    whose ``final`` is the profile (detached) or None (still attached: Ctrl-C or the view
+    failed; the caller detaches). The target's output is left alone: it is another process."""
+    import signal
+
+    from peakline.live.source import AttachSource
+
+    source = AttachSource(attachment, label, deadline=deadline)
+
+    def on_sigint(signum, frame):
+        # The first Ctrl-C ends the view at its next step, never in the middle of a request
+        # to the target (the connection would be out of step, and the profile lost); a second
+        # one interrupts at once, as usual.
+        if source.interrupted:
+            raise KeyboardInterrupt
+        source.interrupted = True
+
+    tty = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        LiveView(source, tty, on_quit=source.stop).run()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        os.close(tty)
+    return source
