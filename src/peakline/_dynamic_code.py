@@ -35,7 +35,9 @@ _code_type = type((lambda: None).__code__)
 
 def code_key(code) -> tuple:
     """The content key of a code object, as the core computes it (``Py_SIZE`` = code units)."""
-    return (code.co_qualname, code.co_firstlineno, len(code.co_code) // 2)
+    # 3.10's code objects have no co_qualname: the core uses co_name there too.
+    return (getattr(code, "co_qualname", code.co_name), code.co_firstlineno,
+            len(code.co_code) // 2)
 
 
 def _learn(function) -> None:

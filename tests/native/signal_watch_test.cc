@@ -148,5 +148,24 @@ TEST(SignalWatch, AForkChildForgetsItsParentsArrivals) {
   SignalHandled(SIGUSR1);
 }
 
+
+TEST(SignalWatch, AnArrivalSurvivesANewHandlerAndAReWatch) {
+  // A fork child: the signal lands after fork (recorded; CPython then clears its own flag),
+  // the child installs its own handler over the wrapper and watches again. The arrival must
+  // still be re-sent, or the child waits forever on a queue nobody fills.
+  g_calls = 0;
+  InstallCounting(SIGUSR1);
+  ASSERT_EQ(WatchSignal(SIGUSR1), 0);
+  raise(SIGUSR1);  // arrived, not handled
+  InstallCounting(SIGUSR1);  // the wrapper is replaced...
+  ASSERT_EQ(WatchSignal(SIGUSR1), 0);  // ...and installed again
+  SignalKickPolicy policy;
+  policy.first_after_ns = 0;
+  EXPECT_EQ(KickPendingSignals(Tid(), NowNs(), policy), 1);
+  EXPECT_EQ(g_calls.load(), 2);
+  SignalHandled(SIGUSR1);
+  EXPECT_EQ(KickPendingSignals(Tid(), NowNs() + 1'000'000'000, policy), 0);
+}
+
 }  // namespace
 }  // namespace peakline::engine

@@ -27,8 +27,15 @@ std::string LocateDynamicCode(PyCodeObject* code, bool alive) {
   if (g_dynamic_code_locator == nullptr) return "";
   PyObject* locator = g_dynamic_code_locator;
   Py_INCREF(locator);
-  PyObject* args[] = {alive ? reinterpret_cast<PyObject*>(code) : Py_None, code->co_qualname,
-                      PyLong_FromLong(code->co_firstlineno), PyLong_FromSsize_t(Py_SIZE(code))};
+#if PY_VERSION_HEX >= 0x030B0000
+  PyObject* name = code->co_qualname;
+  const Py_ssize_t code_units = Py_SIZE(code);
+#else  // 3.10: no qualified name; the instructions are the bytes object co_code
+  PyObject* name = code->co_name;
+  const Py_ssize_t code_units = PyBytes_GET_SIZE(code->co_code) / 2;
+#endif
+  PyObject* args[] = {alive ? reinterpret_cast<PyObject*>(code) : Py_None, name,
+                      PyLong_FromLong(code->co_firstlineno), PyLong_FromSsize_t(code_units)};
   std::string file;
   if (args[2] != nullptr && args[3] != nullptr) {
     PyObject* result = PyObject_Vectorcall(locator, args, 4, nullptr);

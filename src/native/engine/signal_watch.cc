@@ -68,10 +68,11 @@ int WatchSignal(int signo) {
       (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)) {
     return EINVAL;
   }
+  // An arrival not yet handled is kept: a fork child re-watches after installing its own
+  // handler, and a SIGTERM that landed in between was recorded here while CPython dropped its
+  // own flag (it clears pending signals after fork), so only a re-send delivers it now.
   w.active.store(false, std::memory_order_release);
   w.previous = current;
-  w.arrived_ns.store(0, std::memory_order_relaxed);
-  w.kicked_ns.store(0, std::memory_order_relaxed);
   w.active.store(true, std::memory_order_release);
   struct sigaction mine = current;  // same mask and flags (CPython: no SA_RESTART)
   mine.sa_flags |= SA_SIGINFO;
