@@ -167,5 +167,25 @@ TEST(SignalWatch, AnArrivalSurvivesANewHandlerAndAReWatch) {
   EXPECT_EQ(KickPendingSignals(Tid(), NowNs() + 1'000'000'000, policy), 0);
 }
 
+TEST(SignalWatch, AForkChildKeepsItsOwnArrivalBesideItsParents) {
+  g_calls = 0;
+  InstallCounting(SIGUSR1);
+  ASSERT_EQ(WatchSignal(SIGUSR1), 0);
+  raise(SIGUSR1);  // the parent's arrival, not handled
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    raise(SIGUSR1);  // lands in the child at once (Pool.terminate right after the fork)
+    SignalKickPolicy policy;
+    policy.first_after_ns = 0;
+    _exit(KickPendingSignals(Tid(), NowNs() + 2'000'000, policy) == 1 ? 0 : 6);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  SignalHandled(SIGUSR1);
+}
+
 }  // namespace
 }  // namespace peakline::engine

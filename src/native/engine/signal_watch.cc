@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 
 namespace peakline::engine {
 
@@ -15,11 +16,20 @@ namespace {
 
 constexpr int kMaxSignal = 65;
 
+// An arrival is one word, so that a fork child can tell its own from its parent's without a
+// reset at fork: a reset in the child's atfork handler would race with a signal landing in
+// the child at once (Pool.terminate right after the fork), which CPython then also forgets
+// (it clears its pending signals after fork), leaving the child blocked on its queue forever.
+// (pid << 42) | (milliseconds since boot & kPeriodMask): pids fit in 22 bits (pid_max <= 2^22),
+// 42 bits of milliseconds cover 139 years.
+constexpr int kPidShift = 42;
+constexpr uint64_t kPeriodMask = (uint64_t{1} << kPidShift) - 1;
+
 struct Watched {
   std::atomic<bool> active{false};
-  struct sigaction previous;            // written only while `active` is false
-  std::atomic<int64_t> arrived_ns{0};   // first unhandled arrival, 0 = none
-  std::atomic<int64_t> kicked_ns{0};    // last re-send
+  struct sigaction previous;             // written only while `active` is false
+  std::atomic<uint64_t> arrival{0};      // first unhandled arrival in this process, 0 = none
+  std::atomic<int64_t> kicked_ns{0};     // last re-send
 };
 Watched g_watched[kMaxSignal];
 
@@ -29,12 +39,19 @@ int64_t NowNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+uint64_t PidOf(uint64_t arrival) { return arrival >> kPidShift; }
+
 void OnSignal(int signo, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   if (signo > 0 && signo < kMaxSignal) {
     Watched& w = g_watched[signo];
-    int64_t expected = 0;
-    w.arrived_ns.compare_exchange_strong(expected, NowNs(), std::memory_order_relaxed);
+    const auto pid = static_cast<uint64_t>(getpid());
+    uint64_t seen = w.arrival.load(std::memory_order_relaxed);
+    if (seen == 0 || PidOf(seen) != pid) {  // none yet, or the parent's: this one counts
+      const uint64_t now_ms = static_cast<uint64_t>(NowNs() / 1'000'000) & kPeriodMask;
+      w.arrival.compare_exchange_strong(seen, (pid << kPidShift) | (now_ms == 0 ? 1 : now_ms),
+                                        std::memory_order_relaxed);
+    }
     if (w.active.load(std::memory_order_acquire)) {
       const struct sigaction& p = w.previous;
       if (p.sa_flags & SA_SIGINFO) {
@@ -47,18 +64,24 @@ void OnSignal(int signo, siginfo_t* info, void* context) {
   errno = saved_errno;
 }
 
-void ForgetArrivals() {
-  for (Watched& w : g_watched) {
-    w.arrived_ns.store(0, std::memory_order_relaxed);
-    w.kicked_ns.store(0, std::memory_order_relaxed);
-  }
+// This process's arrival time in ns, or 0 when none (or only the parent's, in a fork child).
+int64_t ArrivedNs(const Watched& w) {
+  const uint64_t a = w.arrival.load(std::memory_order_relaxed);
+  if (a == 0 || PidOf(a) != static_cast<uint64_t>(getpid())) return 0;
+  return static_cast<int64_t>(a & kPeriodMask) * 1'000'000;
+}
+
+// In a fork child: the parent's re-send times mean nothing here (its arrivals are told apart
+// by pid and left alone, so that an arrival in the child is never lost to a reset).
+void ForgetKicks() {
+  for (Watched& w : g_watched) w.kicked_ns.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace
 
 int WatchSignal(int signo) {
   if (signo <= 0 || signo >= kMaxSignal) return EINVAL;
-  static const int atfork = pthread_atfork(nullptr, nullptr, ForgetArrivals);
+  static const int atfork = pthread_atfork(nullptr, nullptr, ForgetKicks);
   (void)atfork;
   Watched& w = g_watched[signo];
   struct sigaction current;
@@ -87,7 +110,7 @@ int WatchSignal(int signo) {
 
 void SignalHandled(int signo) {
   if (signo <= 0 || signo >= kMaxSignal) return;
-  g_watched[signo].arrived_ns.store(0, std::memory_order_relaxed);
+  g_watched[signo].arrival.store(0, std::memory_order_relaxed);
   g_watched[signo].kicked_ns.store(0, std::memory_order_relaxed);
 }
 
@@ -95,7 +118,7 @@ int KickPendingSignals(pid_t main_tid, int64_t now_ns, const SignalKickPolicy& p
   int kicked = 0;
   for (int signo = 1; signo < kMaxSignal; ++signo) {
     Watched& w = g_watched[signo];
-    const int64_t arrived = w.arrived_ns.load(std::memory_order_relaxed);
+    const int64_t arrived = ArrivedNs(w);
     if (arrived == 0 || !w.active.load(std::memory_order_acquire)) continue;
     if (now_ns - arrived >= policy.give_up_ns) {
       // The Python handler cannot run: die by the signal, as the program would unprofiled.
