@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check for issue 7, for an NVIDIA machine with PyTorch (the lent H200: python3 there holds
+# GPU check for an NVIDIA machine with PyTorch (the lent H200: python3 there holds
 # torch, scikit-build-core and nanobind, and nothing can be downloaded, hence
 # --no-build-isolation). Run from the repository root; well under 5 minutes:
 #
