@@ -4,6 +4,8 @@ the tiny test C extension, built once per session."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sysconfig
 from pathlib import Path
@@ -122,3 +124,24 @@ def testext_dir(tmp_path_factory):
            "-o", str(out / f"peakline_testext{suffix}")]
     subprocess.run(cmd, check=True, capture_output=True, timeout=120)
     return out
+
+
+# ---- a real browser, for the HTML tests (report, notebook, server UI, sweep) ----------------
+# Debian's chromium driven by Playwright from PyPI (never `playwright install`); one per module.
+CHROMIUM = os.environ.get("PEAKLINE_CHROMIUM") or shutil.which("chromium") or \
+    shutil.which("chromium-browser") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"no chromium at {CHROMIUM} (Debian: apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="playwright is not installed (pip install playwright)")
+    with sync_api.sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM,
+                                              args=["--no-sandbox", "--headless"])
+        try:
+            yield instance
+        finally:
+            instance.close()

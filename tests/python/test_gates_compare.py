@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_html import browser, open_page, shoot  # noqa: F401 - browser: a fixture
+from test_html import open_page, shoot
 
 from peakline.gates import compare as gates_compare
 from peakline.model.profile_file import read_profile

@@ -11,20 +11,18 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import CHROMIUM
 from synthetic_memory import with_memory
 
 from peakline.reporters import html
 
 ARTIFACTS = Path(os.environ.get("PEAKLINE_TEST_ARTIFACTS",
                                 Path(__file__).resolve().parents[1] / "artifacts"))
-CHROMIUM = os.environ.get("PEAKLINE_CHROMIUM") or shutil.which("chromium") or \
-    shutil.which("chromium-browser") or "/usr/bin/chromium"
 
 PROGRAM = """\
 import time
@@ -119,20 +117,6 @@ def test_templates_ship_inside_the_package():
 
 
 # ---- in a real browser ---------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"no chromium at {CHROMIUM} (Debian: apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="playwright is not installed (pip install playwright)")
-    with sync_api.sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM,
-                                              args=["--no-sandbox", "--headless"])
-        try:
-            yield instance
-        finally:
-            instance.close()
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 import pytest
-from test_html import ARTIFACTS, CHROMIUM, browser, open_page, render  # noqa: F401
+from test_html import ARTIFACTS, CHROMIUM, open_page, render
 
 from peakline_proc import PROGRAMS, marked_lines
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,12 +18,11 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
+from conftest import CHROMIUM  # noqa: E402
 from peakline.model import read_profile  # noqa: E402
 
 ARTIFACTS = Path(os.environ.get("PEAKLINE_TEST_ARTIFACTS",
                                 Path(__file__).resolve().parents[1] / "artifacts"))
-CHROMIUM = os.environ.get("PEAKLINE_CHROMIUM") or shutil.which("chromium") or \
-    shutil.which("chromium-browser") or "/usr/bin/chromium"
 
 CELLS = [
     "%load_ext peakline",
@@ -147,20 +145,6 @@ def notebook_html(executed):
     path.write_text(body, encoding="utf-8")
     return path
 
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"no chromium at {CHROMIUM} (Debian: apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="playwright is not installed (pip install playwright)")
-    with sync_api.sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM,
-                                              args=["--no-sandbox", "--headless"])
-        try:
-            yield instance
-        finally:
-            instance.close()
 
 
 def test_the_notebook_html_shows_three_distinct_reports(browser, notebook_html):

@@ -8,18 +8,16 @@ copies of them.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
+from conftest import CHROMIUM
 from server_helpers import MiB, InProcessServer, envelope, profile_dict
 
 pytest.importorskip("starlette", reason="needs the server extra: pip install 'peakline[server]'")
 
 ARTIFACTS = Path(os.environ.get("PEAKLINE_TEST_ARTIFACTS",
                                 Path(__file__).resolve().parents[1] / "artifacts"))
-CHROMIUM = os.environ.get("PEAKLINE_CHROMIUM") or shutil.which("chromium") or \
-    shutil.which("chromium-browser") or "/usr/bin/chromium"
 
 
 def pulse(wall_s: float, base: int, top: int, start: float, end: float) -> list:
@@ -57,20 +55,6 @@ def site(tmp_path_factory):
         token = store.create_token(engine, "ui")
         yield server.base, token
 
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"no chromium at {CHROMIUM} (Debian: apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="playwright is not installed (pip install playwright)")
-    with sync_api.sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM,
-                                              args=["--no-sandbox", "--headless"])
-        try:
-            yield instance
-        finally:
-            instance.close()
 
 
 def shoot(page, name: str) -> None:

@@ -273,22 +273,6 @@ ARTIFACTS = Path(os.environ.get("PEAKLINE_TEST_ARTIFACTS",
                                 Path(__file__).resolve().parents[1] / "artifacts"))
 
 
-@pytest.fixture(scope="module")
-def browser():
-    import shutil
-    chromium = os.environ.get("PEAKLINE_CHROMIUM") or shutil.which("chromium") or \
-        shutil.which("chromium-browser") or "/usr/bin/chromium"
-    if not os.path.exists(chromium):
-        pytest.skip(f"no chromium at {chromium} (Debian: apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="playwright is not installed (pip install playwright)")
-    with sync_api.sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=chromium,
-                                              args=["--no-sandbox", "--headless"])
-        try:
-            yield instance
-        finally:
-            instance.close()
 
 
 def test_html_report_in_chromium(browser, growth):
