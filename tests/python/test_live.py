@@ -119,8 +119,10 @@ def test_live_view_shows_the_hot_line_and_quitting_leaves_the_program_running(tm
                   "the threads view")
 
     tmux("send-keys", "q")                  # quit the view: profiling stops, the program not
-    quit_at = time.monotonic() - started
     tmux.wait_for(lambda s: "live view closed" in s, 15, "the closing note", history=True)
+    # The view takes the key between two refreshes (each builds a profile): on a loaded
+    # machine that is seconds after it was sent. Profiling has stopped by the closing note.
+    closed_at = time.monotonic() - started
     time.sleep(1.0)
     assert not status.exists(), "the program ended with the view"
     stop.write_text("")                                 # now the program may end
@@ -138,7 +140,7 @@ def test_live_view_shows_the_hot_line_and_quitting_leaves_the_program_running(tm
     final = read_profile(profile)
     assert final.exit_code == 3 and final.snapshot is None
     # Profiling stopped at the quit, not at the end of the program (a second or more later).
-    assert final.elapsed_s < quit_at + 0.5
+    assert final.elapsed_s < closed_at + 0.5
     lines = {line.lineno: line for line in final.files[str(script)].lines}
     assert lines[hot].cpu_s > 0.3 * final.totals.cpu_s
 
