@@ -1,5 +1,6 @@
 #include "engine/aggregator.h"
 
+#include <algorithm>
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
@@ -329,7 +330,7 @@ void Aggregator::ScanNativeThreads(const std::unordered_set<pid_t>& alive) {
   for (ThreadSlot* slot : gone) Retire(slot);
 }
 
-ThreadSlot* Aggregator::Register(pid_t tid, bool python) {
+ThreadSlot* Aggregator::Register(pid_t tid, bool python, int64_t first_within_ns) {
   if (stopped_) return nullptr;
   const int64_t cpu = ThreadCpuTimeNs(tid);
   if (cpu < 0) return nullptr;
@@ -355,7 +356,9 @@ ThreadSlot* Aggregator::Register(pid_t tid, bool python) {
   seed_ ^= seed_ << 13;
   seed_ ^= seed_ >> 7;
   seed_ ^= seed_ << 17;
-  const int64_t first = 1 + static_cast<int64_t>(seed_ % static_cast<uint64_t>(config_.cpu_interval_ns));
+  const int64_t within = first_within_ns > 0 ? std::min(first_within_ns, config_.cpu_interval_ns)
+                                            : config_.cpu_interval_ns;
+  const int64_t first = 1 + static_cast<int64_t>(seed_ % static_cast<uint64_t>(within));
   if (ArmThreadCpuTimer(tid, config_.signo, CpuTickValue(slot), config_.cpu_interval_ns, first,
                         &slot->timer) == 0) {
     slot->armed = true;
@@ -525,7 +528,12 @@ void Aggregator::ThreadStarted(pid_t tid) {
   finished_tids_.erase(tid);
   auto it = slots_.find(tid);
   if (it != slots_.end()) Retire(it->second);  // an earlier thread with this id, not yet retired
-  Register(tid, /*python=*/true);
+  // Its first sample within its first 2 ms of CPU: a thread shorter than the interval (a
+  // pool task of a few ms, and interpreters get faster) would otherwise go unsampled with
+  // probability 1 - cpu/interval, and all of its CPU to threading's frames at its end instead
+  // of the function it ran. Each sample charges the CPU since the previous one, so an early
+  // first sample moves no time, it only names the function.
+  Register(tid, /*python=*/true, /*first_within_ns=*/2'000'000);
 }
 
 void Aggregator::ThreadFinishing(pid_t tid) {

@@ -166,7 +166,9 @@ class Aggregator {
   bool IsGpuPoller(pid_t tid) const {  // peakline's own NVML thread: never sampled
     return gpu_ && gpu_->poller() && gpu_->poller()->thread_tid() == tid;
   }
-  ThreadSlot* Register(pid_t tid, bool python);
+  // first_within_ns > 0: the first expiry falls in (0, first_within_ns] instead of (0, interval]
+  // (a thread announced at its birth: see ThreadStarted).
+  ThreadSlot* Register(pid_t tid, bool python, int64_t first_within_ns = 0);
   void Retire(ThreadSlot* slot);
   void MeasureWait(ThreadSlot* slot, PyThreadState* ts, int64_t now_ns);
   // Moves the run delay part of the off-CPU time charged since the last reading from wait to
