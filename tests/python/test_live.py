@@ -107,8 +107,10 @@ def test_live_view_shows_the_hot_line_and_quitting_leaves_the_program_running(tm
     started = time.monotonic()
 
     # The view: the known hot line tops the CPU table, its source text beside it.
-    screen = tmux.wait_for(lambda s: (_hot_row(s) or "").startswith(f"calib.py:{hot} "), 40,
-                           f"calib.py:{hot} as the hottest line")
+    # One whole frame: a capture can catch the view half-way through a redraw.
+    screen = tmux.wait_for(lambda s: (_hot_row(s) or "").startswith(f"calib.py:{hot} ")
+                           and "CPU by thread" in s and "MainThread" in s, 40,
+                           f"calib.py:{hot} as the hottest line, with the thread table")
     assert "s += i * i" in _hot_row(screen)
     assert "peakline live" in screen and "memory" in screen and "CPU by thread" in screen
     assert "MainThread" in screen
