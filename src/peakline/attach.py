@@ -17,7 +17,6 @@ A live view polls ``Attachment.profile_so_far()`` for the profile so far (docs/l
 
 from __future__ import annotations
 
-import marshal
 import os
 import shutil
 import socket
@@ -25,6 +24,8 @@ import sys
 import tempfile
 import time
 
+# One message framing for both ends: the agent's (it imports only builtins).
+from peakline._attach_agent import _recv, _send
 from peakline.errors import PeaklineError
 from peakline.session import SessionOptions
 
@@ -335,30 +336,6 @@ def _without_thread(raw: dict, tid: int) -> dict:
         gpu["stacks"] = [raw["gpu"]["stacks"][i] for i in keep]
         out["gpu"] = gpu
     return out
-
-
-def _send(sock: socket.socket, message: dict) -> None:
-    body = marshal.dumps(message)
-    sock.sendall(len(body).to_bytes(8, "big") + body)
-
-
-def _recv(sock: socket.socket) -> dict | None:
-    head = _recv_exactly(sock, 8)
-    if head is None:
-        return None
-    body = _recv_exactly(sock, int.from_bytes(head, "big"))
-    return None if body is None else marshal.loads(body)
-
-
-def _recv_exactly(sock: socket.socket, n: int) -> bytes | None:
-    parts, got = [], 0
-    while got < n:
-        chunk = sock.recv(min(n - got, 1 << 20))
-        if not chunk:
-            return None
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
 
 
 def profile_for(pid: int, duration_s: float | None, options: SessionOptions, *,
