@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
+import re
 
 SCHEMA = "peakline-benchmarks/overhead"
 SCHEMA_VERSION = 2  # 2: "environments", and each tool's "configuration" / "environment"
@@ -398,9 +399,21 @@ def _size(value: int) -> str:
     return f"{value} B"
 
 
+# Other benchmark scripts keep their own sections at the end of the same report, each opened
+# by a line `<!-- name:begin -->` (benchmarks/server_history.py); this harness owns the file up
+# to the first such line and keeps everything from it on.
+_KEPT_SECTIONS = re.compile(r"^<!-- [\w-]+:begin -->$", re.MULTILINE)
+
+
 def write(path: pathlib.Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    kept = ""
+    if path.exists():
+        old = path.read_text()
+        found = _KEPT_SECTIONS.search(old)
+        if found:
+            kept = "\n" + old[found.start():]
+    path.write_text(text.rstrip("\n") + "\n" + kept)
 
 
 def write_json(path: pathlib.Path, data: dict) -> None:
