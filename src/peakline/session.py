@@ -157,7 +157,7 @@ class _ThreadNames:
     It also tells the core when a thread begins and ends: Thread._bootstrap_inner, which
     runs the thread's whole life on the thread itself, is wrapped so that the thread's CPU
     timer runs from its first instruction and the CPU after its last sample is counted
-    (engine/profiler.h, ThreadStarted / ThreadFinishing). A thread shorter than the sampling
+    (session/profiler.h, ThreadStarted / ThreadFinishing). A thread shorter than the sampling
     interval would otherwise be missing from the profile."""
 
     def __init__(self) -> None:
@@ -468,7 +468,7 @@ class Session:
 
     def snapshot(self, *, trigger: str = "request"):
         """The Profile so far of a running session, which keeps running: the core's counters
-        are read, not reset (engine/profiler.h, CollectRunningProfile), so every snapshot
+        are read, not reset (session/profiler.h, CollectRunningProfile), so every snapshot
         covers the run from its start. ``trigger`` ("interval", "signal", "request") and a
         sequence number go into the profile's ``snapshot`` field (docs/profile-format.md).
 
@@ -564,7 +564,7 @@ _own_threads_ended_ns = 0            # CPU time of those that have ended
 def exclude_current_thread() -> None:
     """Called first thing by a thread of peakline's own (the snapshot writer, the live view):
     the core never samples it, measures its waits or counts its allocations, in the running
-    session and in later ones (engine/profiler.h, ExcludeCurrentThread). The thread calls
+    session and in later ones (session/profiler.h, ExcludeCurrentThread). The thread calls
     ``own_thread_ending()`` last thing."""
     _core().exclude_current_thread()
     try:

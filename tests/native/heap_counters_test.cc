@@ -229,7 +229,7 @@ TEST(HeapCountersTest, ConcurrentFlushesAreExact) {
 }
 
 // A spike and a dip between two reads of the window are both seen by the second read (the
-// aggregator's read: exchange with the current live value, engine/memory_aggregator.cc).
+// aggregator's read: exchange with the current live value, aggregate/memory_aggregator.cc).
 TEST(HeapCountersTest, WindowCapturesSpikeAndDipBetweenReads) {
   HeapCounters h;
   int64_t live = 0, now = 0;

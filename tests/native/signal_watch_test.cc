@@ -1,7 +1,7 @@
-// engine/signal_watch: the arrival of a watched signal is recorded and the previous handler
+// session/signal_watch: the arrival of a watched signal is recorded and the previous handler
 // still runs; the tick thread's kick re-sends it to a thread until its (Python) handler
 // reports in; and a process whose handler never runs dies by the signal.
-#include "engine/signal_watch.h"
+#include "session/signal_watch.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 #include <atomic>
 #include <thread>
 
-namespace peakline::engine {
+namespace peakline::session {
 namespace {
 
 std::atomic<int> g_calls{0};
@@ -188,4 +188,4 @@ TEST(SignalWatch, AForkChildKeepsItsOwnArrivalBesideItsParents) {
 }
 
 }  // namespace
-}  // namespace peakline::engine
+}  // namespace peakline::session

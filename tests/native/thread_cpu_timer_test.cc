@@ -1,5 +1,5 @@
-// Per-thread CPU clocks and CPU-time timers (engine/thread_cpu_timer.h).
-#include "engine/thread_cpu_timer.h"
+// Per-thread CPU clocks and CPU-time timers (cpu/thread_cpu_timer.h).
+#include "cpu/thread_cpu_timer.h"
 
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-namespace peakline::engine {
+namespace peakline::cpu {
 namespace {
 
 int64_t ClockNs(clockid_t clock) {
@@ -325,4 +325,4 @@ TEST(ArmThreadCpuTimerTest, CountsAreProportionalToEachThreadsCpuTime) {
 }
 
 }  // namespace
-}  // namespace peakline::engine
+}  // namespace peakline::cpu

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "engine/own_threads.h"
+#include "session/own_threads.h"
 
 namespace peakline::gpu {
 
@@ -74,9 +74,9 @@ void NvmlPoller::Start() {
     stop_ = false;
   }
   {
-    engine::BlockSignalsForNewThreads no_signals;
+    session::BlockSignalsForNewThreads no_signals;
     thread_ = std::thread([this] { Run(); });
-    engine::NameThread(thread_.native_handle(), "peakline-gpu");
+    session::NameThread(thread_.native_handle(), "peakline-gpu");
   }
   // Until the thread has published its tid, the CPU sampler could take it for a user thread.
   while (thread_tid_.load(std::memory_order_relaxed) == 0) std::this_thread::yield();
@@ -94,7 +94,7 @@ void NvmlPoller::Stop() {
 }
 
 void NvmlPoller::Run() {
-  engine::NameThisThread("peakline-gpu");
+  session::NameThisThread("peakline-gpu");
   if (options_.on_thread_start != nullptr) options_.on_thread_start();
   thread_tid_.store(static_cast<pid_t>(syscall(SYS_gettid)), std::memory_order_relaxed);
   std::unique_lock<std::mutex> lock(mu_);

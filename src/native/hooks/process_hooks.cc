@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "engine/cpu_signal_handler.h"
+#include "cpu/cpu_signal_handler.h"
 #include "hooks/allocation_hooks.h"
 #include "hooks/dlopen_search.h"
 #include "hooks/symbol_patcher.h"
@@ -106,15 +106,15 @@ F Real(F& f) {
 }
 
 int HookSigaction(int signo, const struct sigaction* act, struct sigaction* old) {
-  if (engine::IsCpuSamplingSignal(signo)) {
-    engine::ProgramSignalAction(act, old);
+  if (cpu::IsCpuSamplingSignal(signo)) {
+    cpu::ProgramSignalAction(act, old);
     return 0;
   }
   return Real(g_real.sigaction)(signo, act, old);
 }
 int HookSigaction2(int signo, const struct sigaction* act, struct sigaction* old) {
-  if (engine::IsCpuSamplingSignal(signo)) {
-    engine::ProgramSignalAction(act, old);
+  if (cpu::IsCpuSamplingSignal(signo)) {
+    cpu::ProgramSignalAction(act, old);
     return 0;
   }
   return Real(g_real.sigaction2)(signo, act, old);
@@ -133,24 +133,24 @@ SignalHandler ProgramSignal(int signo, SignalHandler handler, bool sysv) {
     sigaddset(&act.sa_mask, signo);
     act.sa_flags = SA_RESTART;
   }
-  engine::ProgramSignalAction(&act, &old);
+  cpu::ProgramSignalAction(&act, &old);
   return old.sa_handler;
 }
 
 SignalHandler HookSignal(int signo, SignalHandler handler) {
-  if (engine::IsCpuSamplingSignal(signo)) return ProgramSignal(signo, handler, false);
+  if (cpu::IsCpuSamplingSignal(signo)) return ProgramSignal(signo, handler, false);
   return Real(g_real.signal)(signo, handler);
 }
 SignalHandler HookBsdSignal(int signo, SignalHandler handler) {
-  if (engine::IsCpuSamplingSignal(signo)) return ProgramSignal(signo, handler, false);
+  if (cpu::IsCpuSamplingSignal(signo)) return ProgramSignal(signo, handler, false);
   return Real(g_real.bsd_signal)(signo, handler);
 }
 SignalHandler HookSysvSignal(int signo, SignalHandler handler) {
-  if (engine::IsCpuSamplingSignal(signo)) return ProgramSignal(signo, handler, true);
+  if (cpu::IsCpuSamplingSignal(signo)) return ProgramSignal(signo, handler, true);
   return Real(g_real.sysv_signal)(signo, handler);
 }
 SignalHandler HookSysvSignal2(int signo, SignalHandler handler) {
-  if (engine::IsCpuSamplingSignal(signo)) return ProgramSignal(signo, handler, true);
+  if (cpu::IsCpuSamplingSignal(signo)) return ProgramSignal(signo, handler, true);
   return Real(g_real.sysv_signal2)(signo, handler);
 }
 
