@@ -581,7 +581,7 @@ def _watch(signum: int) -> None:
         from peakline import _core
 
         _core.watch_signal(signum)
-    except (ImportError, RuntimeError, AttributeError):  # an old core, an odd platform
+    except (ImportError, RuntimeError):  # no core (an odd platform), or the signal is refused
         pass
 
 
@@ -675,7 +675,7 @@ def sigterm_handler_started(signum: int) -> None:
         from peakline import _core
 
         _core.signal_handled(signum)
-    except (ImportError, AttributeError):
+    except ImportError:
         pass
 
 

@@ -366,9 +366,8 @@ class Session:
         for thread in threading.enumerate():  # 3.10's thread states lack the kernel id
             if thread.ident is not None and thread.native_id is not None:
                 core.remember_native_thread_id(thread.ident, thread.native_id)
-        if hasattr(core, "set_dynamic_code_locator"):
-            from peakline import _dynamic_code
-            core.set_dynamic_code_locator(_dynamic_code.locate)
+        from peakline import _dynamic_code
+        core.set_dynamic_code_locator(_dynamic_code.locate)
         try:
             core.start(interval_ns, int(TICK_INTERVAL_S * 1e9), self.options.sample_native_threads,
                        threading.main_thread().native_id or 0, call_opcode_table(),

@@ -530,7 +530,6 @@ void StopMemoryHooks() {
 
 void ForgetEventRingAfterFork() { g_ring = nullptr; }
 
-bool MemoryHooksActive() { return g_counting.load(std::memory_order_relaxed); }
 transport::MpscRing* MemoryEventRing() { return g_ring; }
 memory::HeapCounters& Heap() { return g_heap; }
 

@@ -60,7 +60,6 @@ struct MemoryHookStats {
 [[nodiscard]] bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
                                     const void* self_addr, std::string* error);
 void StopMemoryHooks();
-bool MemoryHooksActive();
 // Fork child only, after StopMemoryHooks: a thread that is gone may have left a half-written
 // record in the event ring; the next StartMemoryHooks allocates a fresh ring (old one leaked).
 void ForgetEventRingAfterFork();
