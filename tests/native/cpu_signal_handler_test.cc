@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "cpu/clock.h"
 #include "cpu/thread_cpu_timer.h"
 #include "cpu/thread_slot.h"
 #include "python/code_regions.h"
@@ -53,7 +54,7 @@ void FakeCapture(uintptr_t pc, RawFrame* frames, int max_frames, SampleHeader* h
 int64_t OwnCpuNs() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  return TimespecNs(ts);
 }
 
 // Mostly user-space arithmetic in this binary; the clock is read every few microseconds.

@@ -14,13 +14,15 @@
 #include <thread>
 #include <vector>
 
+#include "cpu/clock.h"
+
 namespace peakline::cpu {
 namespace {
 
 int64_t ClockNs(clockid_t clock) {
   timespec ts;
   if (clock_gettime(clock, &ts) != 0) return -1;
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  return TimespecNs(ts);
 }
 
 int64_t OwnCpuNs() { return ClockNs(CLOCK_THREAD_CPUTIME_ID); }

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cpu/clock.h"
 #include "cpu/thread_slot.h"
 
 namespace peakline::cpu {
@@ -84,10 +85,6 @@ uintptr_t InterruptedPc(void* uctx) {
 #endif
 }
 
-int64_t ToNs(const timeval& tv) {
-  return static_cast<int64_t>(tv.tv_sec) * 1000000000 + static_cast<int64_t>(tv.tv_usec) * 1000;
-}
-
 void OnCpuTimer(int signo, siginfo_t* info, void* uctx);
 
 // A signal that is not one of our ticks: what the program asked for, as the kernel would do
@@ -150,9 +147,9 @@ void OnCpuTimer(int signo, siginfo_t* info, void* uctx) {
   if (g_enabled.load(std::memory_order_seq_cst)) {
     timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    const int64_t cpu_ns = static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+    const int64_t cpu_ns = TimespecNs(ts);
     rusage ru;
-    const int64_t system_ns = getrusage(RUSAGE_THREAD, &ru) == 0 ? ToNs(ru.ru_stime) : -1;
+    const int64_t system_ns = getrusage(RUSAGE_THREAD, &ru) == 0 ? TimevalNs(ru.ru_stime) : -1;
 
     SampleHeader header;
     header.cpu_delta_ns = cpu_ns - slot->last_cpu_ns;
@@ -209,9 +206,7 @@ int CpuSamplingSignal() {
 void* CpuTickValue(ThreadSlot* slot) {
   uint64_t key = g_key.load(std::memory_order_relaxed);
   if (key == 0) {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t x = static_cast<uint64_t>(ts.tv_nsec) ^ (static_cast<uint64_t>(getpid()) << 20) ^
+    uint64_t x = static_cast<uint64_t>(MonotonicNowNs()) ^ (static_cast<uint64_t>(getpid()) << 20) ^
                  reinterpret_cast<uintptr_t>(&g_key);
     x ^= x >> 33;
     x *= 0xFF51AFD7ED558CCDULL;

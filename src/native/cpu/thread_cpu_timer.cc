@@ -8,12 +8,14 @@
 #include <cerrno>
 #include <cstring>
 
+#include "cpu/clock.h"
+
 namespace peakline::cpu {
 
 int64_t ThreadCpuTimeNs(pid_t tid) {
   timespec ts;
   if (clock_gettime(ThreadCpuClock(tid), &ts) != 0) return -1;
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  return TimespecNs(ts);
 }
 
 int64_t ThreadRunDelayNs(pid_t tid) {
@@ -46,12 +48,6 @@ int64_t ThreadRunDelayNs(pid_t tid) {
   return value;
 }
 
-int64_t MonotonicNowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 pid_t CurrentTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
 int ArmThreadCpuTimer(pid_t tid, int signo, void* sival, int64_t interval_ns, int64_t first_ns,
@@ -65,10 +61,8 @@ int ArmThreadCpuTimer(pid_t tid, int signo, void* sival, int64_t interval_ns, in
   timer_t timer;
   if (timer_create(ThreadCpuClock(tid), &sev, &timer) != 0) return errno;
   itimerspec spec;
-  spec.it_interval.tv_sec = interval_ns / 1000000000;
-  spec.it_interval.tv_nsec = interval_ns % 1000000000;
-  spec.it_value.tv_sec = first_ns / 1000000000;
-  spec.it_value.tv_nsec = first_ns % 1000000000;
+  spec.it_interval = ToTimespec(interval_ns);
+  spec.it_value = ToTimespec(first_ns);
   if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
   if (timer_settime(timer, 0, &spec, nullptr) != 0) {
     const int err = errno;

@@ -28,8 +28,6 @@ int64_t ThreadCpuTimeNs(pid_t tid);
 // kernel without schedstat). Opens, reads and closes the file: a few microseconds.
 int64_t ThreadRunDelayNs(pid_t tid);
 
-int64_t MonotonicNowNs();
-
 pid_t CurrentTid();
 
 // Creates and arms a timer on thread tid's CPU clock that sends signo to tid every

@@ -8,19 +8,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cpu/clock.h"
 #include "session/own_threads.h"
 
 namespace peakline::gpu {
-
-namespace {
-
-int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-}  // namespace
 
 const char* GpuQueryName(GpuQuery query) {
   switch (query) {
@@ -127,7 +118,7 @@ void NvmlPoller::Drain(std::vector<GpuReading>* out) {
 
 GpuReading NvmlPoller::Read() {
   GpuReading r;
-  r.t_ns = MonotonicNs();
+  r.t_ns = cpu::MonotonicNowNs();
   const std::vector<NvmlDevice>& devices = library_->devices();
   const size_t n = devices.size();
 

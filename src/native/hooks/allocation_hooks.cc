@@ -237,14 +237,14 @@ void SampleAlloc(HookThreadState& s, void* ptr, size_t size, uint8_t domain) {
   g_alloc_samples.fetch_add(1, std::memory_order_relaxed);
   PushEvent(s, MemoryEventType::kAlloc, domain, reinterpret_cast<uintptr_t>(ptr),
             static_cast<int64_t>(size), ByteSampler::Weight(static_cast<int64_t>(size), g_alloc_mean),
-            memory::MonotonicNs(), true);  // when: the line's timeline point (vDSO, ~20 ns)
+            cpu::MonotonicNowNs(), true);  // when: the line's timeline point (vDSO, ~20 ns)
 }
 
 inline void SampleFree(HookThreadState& s, void* ptr) {
   if (g_sampled->Remove(reinterpret_cast<uintptr_t>(ptr))) {
     g_free_samples.fetch_add(1, std::memory_order_relaxed);
     PushEvent(s, MemoryEventType::kFree, 0, reinterpret_cast<uintptr_t>(ptr), 0, 0,
-              memory::MonotonicNs(), false);
+              cpu::MonotonicNowNs(), false);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 #include <unordered_set>
 
+#include "cpu/clock.h"
 #include "cpu/cpu_signal_handler.h"
 #include "cpu/native_thread_ids.h"
 #include "cpu/thread_cpu_timer.h"

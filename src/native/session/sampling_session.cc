@@ -14,6 +14,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "cpu/clock.h"
 #include "cpu/cpu_signal_handler.h"
 #include "cpu/native_thread_ids.h"
 #include "cpu/thread_cpu_timer.h"
@@ -119,7 +120,8 @@ int64_t BoottimeTicksNow() {
   timespec ts;
   clock_gettime(CLOCK_BOOTTIME, &ts);
   const int64_t hz = sysconf(_SC_CLK_TCK);
-  return static_cast<int64_t>(ts.tv_sec) * hz + static_cast<int64_t>(ts.tv_nsec) * hz / 1'000'000'000;
+  return static_cast<int64_t>(ts.tv_sec) * hz +
+         static_cast<int64_t>(ts.tv_nsec) * hz / cpu::kNsPerSecond;
 }
 
 bool InterpreterFinalizing() {
@@ -588,8 +590,7 @@ void SamplingSession::ThreadFinishing(pid_t tid) {
     int64_t system = 0;
     const int64_t last_system = slot != nullptr ? slot->last_system_ns : 0;
     if (getrusage(RUSAGE_THREAD, &ru) == 0 && last_system >= 0) {
-      system = static_cast<int64_t>(ru.ru_stime.tv_sec) * 1'000'000'000 +
-               static_cast<int64_t>(ru.ru_stime.tv_usec) * 1000 - last_system;
+      system = cpu::TimevalNs(ru.ru_stime) - last_system;
       system = system < 0 ? 0 : (system > rest ? rest : system);
     }
     uint32_t index;

@@ -10,6 +10,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "cpu/clock.h"
+
 namespace peakline::session {
 
 namespace {
@@ -33,12 +35,6 @@ struct Watched {
 };
 Watched g_watched[kMaxSignal];
 
-int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 uint64_t PidOf(uint64_t arrival) { return arrival >> kPidShift; }
 
 void OnSignal(int signo, siginfo_t* info, void* context) {
@@ -48,7 +44,7 @@ void OnSignal(int signo, siginfo_t* info, void* context) {
     const auto pid = static_cast<uint64_t>(getpid());
     uint64_t seen = w.arrival.load(std::memory_order_relaxed);
     if (seen == 0 || PidOf(seen) != pid) {  // none yet, or the parent's: this one counts
-      const uint64_t now_ms = static_cast<uint64_t>(NowNs() / 1'000'000) & kPeriodMask;
+      const uint64_t now_ms = static_cast<uint64_t>(cpu::MonotonicNowNs() / 1'000'000) & kPeriodMask;
       w.arrival.compare_exchange_strong(seen, (pid << kPidShift) | (now_ms == 0 ? 1 : now_ms),
                                         std::memory_order_relaxed);
     }

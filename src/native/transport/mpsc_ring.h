@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cpu/clock.h"
 #include "transport/ring_bytes.h"
 #include "transport/zeroed_pages.h"
 
@@ -91,8 +92,7 @@ class MpscRing {
   // The consumer thread: blocks until the doorbell rings or timeout_ns passes, then re-arms
   // it. Returns true when it rang. Records written after the re-arm ring it again.
   bool WaitDoorbell(int64_t timeout_ns) {
-    struct timespec timeout = {static_cast<time_t>(timeout_ns / 1'000'000'000),
-                               static_cast<long>(timeout_ns % 1'000'000'000)};
+    struct timespec timeout = cpu::ToTimespec(timeout_ns);
     if (bell_.load(std::memory_order_acquire) == 0) {
       // Returns at once if a producer rang between the load and the wait (value no longer 0).
       syscall(SYS_futex, reinterpret_cast<uint32_t*>(&bell_), FUTEX_WAIT_PRIVATE, 0, &timeout,
