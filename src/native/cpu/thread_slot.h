@@ -1,13 +1,16 @@
 // ThreadSlot: everything the sampler keeps about one sampled OS thread.
 //
 // Ownership and guards:
-//  - Created, armed and destroyed only by the aggregator thread (SamplingSession::mu_ not needed:
-//    the aggregator is the only thread touching the slot table).
+//  - Taken, armed, drained and retired only by the sampling session, with the GIL held (its
+//    tick thread, the final drain, or a Python thread announcing its own start or end:
+//    SamplingSession::ThreadStarted / ThreadFinishing); the GIL guards the slot table.
 //  - `ring`'s producer side and `last_cpu_ns` / `last_system_ns` belong to the thread's own
 //    signal handler once the timer is armed (handler-only; never nests on one thread).
 //  - `dropped` and `samples` are atomics that anyone may read.
-// A slot is freed only after its thread has vanished from /proc/self/task, because a signal
-// queued before timer_delete may still be delivered with this slot's address.
+// A slot is never freed: a retired one goes back to a pool for the next thread
+// (session/sampling_session.cc, SlotPool), and its entry in the handler's registry of tick
+// targets stays (cpu_signal_handler.h, CpuTickValue), because a tick queued before
+// timer_delete may still arrive carrying the slot's token.
 #ifndef PEAKLINE_CPU_THREAD_SLOT_H_
 #define PEAKLINE_CPU_THREAD_SLOT_H_
 
@@ -23,7 +26,7 @@
 namespace peakline::cpu {
 
 // Off-CPU time of one thread between observations of it (its own CPU samples and the
-// aggregator's ticks), each a (wall, thread CPU) pair: the wall time between two observations
+// session's ticks), each a (wall, thread CPU) pair: the wall time between two observations
 // that the thread did not run. Observations may arrive out of order (a sample taken while the
 // tick measured is drained at the next tick): one not later than the last is ignored, its
 // time having been measured already.
@@ -51,7 +54,7 @@ struct WaitMeter {
 // the GIL). The kernel counts a thread's run delay (/proc/self/task/TID/schedstat, second
 // field) but cannot say on which line it happened; the wait meter knows the lines. So every
 // off-CPU charge is remembered until the next reading of the kernel's counter (once per
-// aggregator tick), and the run delay that accrued since the previous reading is taken out
+// tick), and the run delay that accrued since the previous reading is taken out
 // of those charges in proportion to their size. Within one tick (20 ms) the split is
 // therefore proportional; across ticks it follows the kernel. A thread that only runs and
 // competes for a CPU has all its off-CPU time as run delay; one that sleeps has none.
@@ -145,7 +148,7 @@ struct ThreadSlot {
   }
 
   pid_t tid = 0;
-  bool python = false;  // has a Python thread state now (aggregator-owned)
+  bool python = false;  // has a Python thread state now (session-owned)
   transport::SpscRing ring;
 
   // Handler-owned (after arming).

@@ -1,5 +1,11 @@
-// Profiler: the process-wide CPU sampling session (one at a time). This is the only API the
-// binding sees. All functions are called with the GIL held, from Python.
+// The profiling session of the process (one at a time), as the binding drives it: start it
+// (CPU sampling always; memory hooks and GPU polling when asked), collect what it measured,
+// stop it, and keep it consistent across threads and fork. StartProfiler builds the
+// session/sampling_session.h object and installs the signal handler, the hooks and the
+// code-object deallocation hook around it; StopProfiler takes them out in reverse order.
+// Every function is called from Python with the GIL held. The binding also calls a few
+// things outside this file directly (session/signal_watch.h, cpu/native_thread_ids.h, the
+// dynamic-code locator in python/code_resolver.h, attach/).
 #ifndef PEAKLINE_SESSION_PROFILER_H_
 #define PEAKLINE_SESSION_PROFILER_H_
 
@@ -78,8 +84,10 @@ struct Snapshot {
   std::vector<std::tuple<std::string, std::string, int64_t>> gpu_errors;  // (query, NVML code, polls)
 };
 
-// Returns "" on success, else a one-line reason (already profiling, frame layout mismatch,
-// signal or timer set-up failure).
+// Returns "" on success, else a one-line reason (already profiling, an interval under 1 ms,
+// a frame layout this core does not know, no free real-time signal, a handler or hook that
+// cannot be installed). A thread whose timer cannot be armed is not a failure: it is
+// counted (stats "timer_errors") and left unsampled.
 [[nodiscard]] std::string StartProfiler(const ProfilerConfig& config);
 // Stops sampling and drains everything still queued. Returns "" or a reason.
 [[nodiscard]] std::string StopProfiler();
@@ -93,15 +101,17 @@ bool ProfilerActive();
 // Called by a Python thread itself, GIL held (peakline wraps threading's thread bootstrap):
 // ThreadStarted first thing, so its CPU timer runs from its birth instead of from the next
 // tick; ThreadFinishing last thing, so the CPU it ran after its last sample (all of it, for a
-// thread shorter than the sampling interval) is counted. No-ops when nothing is profiling.
+// thread shorter than the sampling interval) is counted. When nothing is profiling they do
+// nothing, except that ThreadStarted records the thread's kernel id (3.10: native_thread_ids.h).
 void ThreadStarted();
 void ThreadFinishing();
 // Fork child only: called first thing after fork (os.register_at_fork(after_in_child=...)),
 // GIL held, the only thread. The parent's session is still in this copy of memory but its
-// aggregator thread and CPU timers are not: forget it (leaked, never destroyed: its
-// std::thread is joinable and its mutexes may have been held by threads that are gone), take
-// the memory hooks out and reset the fork-unsafe shared state, so that StartProfiler works
-// again in the child. A no-op when nothing was profiling.
+// tick thread and CPU timers are not: forget it (leaked, never destroyed: its std::thread is
+// joinable and its mutexes may have been held by threads that are gone), take the memory
+// hooks out and reset the fork-unsafe shared state, so that StartProfiler works again in the
+// child. When nothing was profiling it only forgets the parent's own threads
+// (ExcludeCurrentThread), which do not exist in the child.
 void ResetAfterForkInChild();
 // The data of the last stopped session (empty if none).
 Snapshot CollectProfile();
