@@ -1,5 +1,5 @@
 // SpscRing: framing, wrap-around, full-ring rejection, oversize skipping, and a two-thread
-// producer/consumer stress run (the real deployment: signal handler -> aggregator thread).
+// producer/consumer stress run (the real deployment: signal handler -> tick thread).
 #include "transport/spsc_ring.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // ReportedFiles: which files are the user's (the Python FileSelection decides; the answer is
-// cached per interned file id). The aggregator needs it to stitch stacks: work done in a
+// cached per interned file id). The sampling session needs it to stitch stacks: work done in a
 // thread that has no reported frame of its own (a pandas or thread-pool worker, a BLAS
 // thread) is charged to the line the main thread is on, as if that line had called it.
 //

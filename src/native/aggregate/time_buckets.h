@@ -10,7 +10,7 @@
 // ticks that fell in it (Boyer-Moore: exact when one line has most of the bucket's ticks,
 // an approximation otherwise; merging two buckets votes again).
 //
-// Not thread safe: the aggregator's (GIL held).
+// Not thread safe: the sampling session's (GIL held).
 #ifndef PEAKLINE_AGGREGATE_TIME_BUCKETS_H_
 #define PEAKLINE_AGGREGATE_TIME_BUCKETS_H_
 

@@ -442,7 +442,7 @@ void* HookMempcpyChk(void* d, const void* src, size_t n, size_t cap) {
 }
 
 void OnForkChild() {
-  // The child has no aggregator thread: stop counting rather than fill a ring nobody drains.
+  // The child has no tick thread: stop counting rather than fill a ring nobody drains.
   g_counting.store(false, std::memory_order_relaxed);
   g_copies.store(false, std::memory_order_relaxed);
 }

@@ -68,7 +68,8 @@ transport::MpscRing* MemoryEventRing();
 memory::HeapCounters& Heap();
 MemoryHookStats HookStats();
 
-// The calling thread is part of peakline (the aggregator): its allocations are not counted.
+// The calling thread is part of peakline (the tick thread, the stager): its allocations are
+// not counted.
 void MarkCurrentThreadInternal();
 
 class SymbolPatcher;

@@ -5,7 +5,7 @@
 // 170+ ns under contention, a per-thread delta about 5 ns.
 // The peak is checked at every flush, so it is exact to within threads x kFlushBytes.
 //
-// Also kept, for the memory timeline: the highest and lowest live value since the aggregator
+// Also kept, for the memory timeline: the highest and lowest live value since the session
 // last looked (with their times), so a spike or dip between two ticks is never lost.
 //
 // Thread safety: all members are atomics; Flush may run on any thread concurrently.

@@ -85,7 +85,7 @@ class MainStackCache {
   }
 
   // A code object is about to be freed: a reading taken before may name it, and must not be
-  // handed out again (the aggregator resolves the frames of a record after the code objects
+  // handed out again (the session resolves the frames of a record after the code objects
   // it has seen die are freed). The next Get reads the stack afresh; a Get in progress
   // sees the sequence move and reads afresh too. Async-signal-safe.
   void Invalidate() {

@@ -44,7 +44,7 @@ StackRead ReadPythonStack(PyThreadState* ts, transport::RawFrame* out, int max, 
 // frame and every code-object header is copied through process_vm_readv, so a frame popped
 // (even unmapped) under the reader fails instead of faulting, and the walk ends at the first
 // frame that is not sound. Frames are marked kForeignFrame: their code object is not kept
-// alive by anything the reader holds, so the aggregator checks it again before resolving it
+// alive by anything the reader holds, so the session checks it again before resolving it
 // (ForeignCodeLooksAlive). Async-signal-safe; about two system calls per frame. ts must stay
 // allocated (the main thread's state does, for the life of the interpreter).
 StackRead ReadOtherThreadStack(PyThreadState* ts, transport::RawFrame* out, int max);

@@ -1,6 +1,6 @@
-// The threads peakline starts (the aggregator's tick thread, the NVML poller) must never take
-// a signal meant for the program. A process-directed signal (SIGTERM from Pool.terminate(),
-// SIGINT, SIGCHLD, ...) goes to any thread that does not block it, and CPython runs Python
+// The threads peakline starts (the session's tick thread, the event stager, the NVML poller)
+// must never take a signal meant for the program. A process-directed signal (SIGTERM from
+// Pool.terminate(), SIGINT, SIGCHLD, ...) goes to any thread that does not block it, and CPython runs Python
 // handlers only in the main thread, after the signal has interrupted whatever system call the
 // main thread was blocked in. Had the kernel picked one of our threads, a pool worker blocked
 // in sem_wait() would never wake to run its SIGTERM handler (seen: a hung Pool(fork) test).

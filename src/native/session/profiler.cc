@@ -101,7 +101,7 @@ int OwnBudget(PyThreadState* ts, int max_frames) {
 
 // A thread other than the main one: appends the main thread's stack as it is now (within
 // MainStackCache's bounds), so that work of a thread without the user's frames is charged to
-// where the main thread is at the moment of the work (the aggregator uses them only then).
+// where the main thread is at the moment of the work (the session uses them only then).
 // Returns the frames appended.
 int AppendMainThreadStack(PyThreadState* self, RawFrame* frames, int n, int max_frames) {
   PyThreadState* main = g_main_tstate.load(std::memory_order_relaxed);

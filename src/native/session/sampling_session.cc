@@ -62,7 +62,7 @@ StackRead ReadHeldThreadStack(PyThreadState* ts, RawFrame* out, int max) {
 // Slots are pooled, never freed: a signal queued before its timer was deleted may still
 // arrive carrying a slot's address, so that address must stay valid memory for the life of
 // the process. The pool is bounded by the peak number of concurrently sampled threads.
-// Guarded by the GIL (only the aggregator registers and retires slots).
+// Guarded by the GIL (only the session registers and retires slots).
 std::vector<ThreadSlot*>& SlotPool() {
   static auto* pool = new std::vector<ThreadSlot*>();
   return *pool;

@@ -17,7 +17,7 @@
 //
 // But holding the GIL is not enough on its own: processing calls back into Python (the file
 // filter, the torch probe), and Python code may hand the GIL to another thread half-way. So
-// one operation at a time owns the aggregator (busy_). While it is suspended in a callback:
+// one operation at a time owns the session (busy_). While it is suspended in a callback:
 //   * the tick thread skips its tick;
 //   * a code object freed by any thread is kept intact, not deallocated yet (see
 //     InstallCodeDeallocHook): the owner drains the samples that may name it when it is done,
@@ -132,13 +132,13 @@ class SamplingSession {
   void ThreadFinishing(pid_t tid);
 
   // GIL held, from the code-object deallocation hook. Keeps the object (returns true): the
-  // operation that owns the aggregator — this call, or one suspended in a Python callback —
+  // operation that owns the session — this call, or one suspended in a Python callback —
   // resolves every pending sample while the object is intact, then frees it
   // (EndOperation).
   bool BeforeCodeFreed(PyObject* code);
 
  private:
-  // One operation (a tick, the final drain, a code-object free) owns the aggregator for its
+  // One operation (a tick, the final drain, a code-object free) owns the session for its
   // lifetime; the GIL is held throughout, except inside the Python callbacks it makes.
   class OwnerScope {
    public:
@@ -219,14 +219,14 @@ class SamplingSession {
   bool stitch_stack_valid_ = false;
   alignas(8) uint8_t record_[transport::kMaxRecordBytes];
 
-  bool busy_ = false;                 // an operation owns the aggregator (GIL-guarded)
+  bool busy_ = false;                 // an operation owns the session (GIL-guarded)
   pid_t owner_tid_ = 0;               // the thread of that operation
   std::vector<PyObject*> kept_codes_;  // freed while busy_: refcount 0, not yet deallocated
 
   std::mutex mu_;  // guards stop_ for the condition variable
   std::condition_variable cv_;
   bool stop_ = false;
-  bool stopped_ = false;  // after StopThread: no new timers (aggregator/GIL-owned)
+  bool stopped_ = false;  // after StopThread: no new timers (GIL-guarded)
   std::atomic<bool> thread_started_{false};
   std::thread thread_;
 };

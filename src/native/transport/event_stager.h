@@ -2,7 +2,7 @@
 //
 // The memory events (transport/mpsc_ring.h, written by the allocation hooks) are resolved under
 // the GIL — a record names code objects, which only stay valid while the GIL orders their
-// deallocation against the resolver — so the aggregator drains them on its 20 ms tick, when
+// deallocation against the resolver — so the session drains them on its 20 ms tick, when
 // it gets the GIL. A C call that holds the GIL for seconds while it allocates (json.loads of a
 // big document, sorted() of millions of strings) would fill the ring meanwhile, and every
 // record that did not fit was lost: an unattributed allocation, or a free never charged back,

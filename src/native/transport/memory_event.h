@@ -1,4 +1,4 @@
-// Memory events: what the allocation and copy hooks hand to the aggregator through the
+// Memory events: what the allocation and copy hooks hand to the sampling session through the
 // process-wide MpscRing. Layout (little endian, 8-byte aligned):
 //
 //   offset  size  field
@@ -30,7 +30,7 @@ enum class MemoryEventType : uint8_t {
 
 inline constexpr uint8_t kDomainNative = 0;
 inline constexpr uint8_t kDomainPython = 1;
-// The event came from a thread with no Python stack (BLAS, torch, ... workers): the aggregator
+// The event came from a thread with no Python stack (BLAS, torch, ... workers): the session
 // charges it to the main thread's current stack, as it does with such threads' CPU time.
 inline constexpr uint8_t kFlagNoPythonThread = 0x80;
 

@@ -1,7 +1,7 @@
 // SpscRing: a fixed-capacity single-producer / single-consumer byte ring.
 //
 // Purpose: carries variable-length sample records from a signal handler (the producer, always
-// the sampled thread itself) to the aggregator thread (the consumer).
+// the sampled thread itself) to the session's tick thread (the consumer).
 //
 // Thread safety: exactly one producer and one consumer. The producer side (TryWrite) is
 // async-signal-safe: no allocation, no locks, no libc calls beyond inlined copies. A signal
