@@ -230,19 +230,12 @@ std::string StartProfiler(const ProfilerConfig& config) {
   for (int i = 0; i < 256; ++i) g_call_opcodes[i] = config.call_opcodes[i];
 
   SamplingSessionConfig ac;
-  ac.cpu_interval_ns = config.cpu_interval_ns;
-  ac.tick_ns = config.tick_ns;
-  ac.sample_native_threads = config.sample_native_threads;
-  ac.main_tid = config.main_tid;
+  static_cast<ProfilerConfig&>(ac) = config;
   ac.signo = CpuSamplingSignal();
   if (ac.signo < 0) {
     return "no free real-time signal for CPU sampling (every one is handled, ignored or "
            "blocked)";
   }
-  ac.memory = config.memory;
-  ac.file_filter = static_cast<PyObject*>(config.file_filter);
-  ac.gpu = config.gpu;
-  ac.torch_probe = static_cast<PyObject*>(config.torch_probe);
   ac.start_ns = MonotonicNowNs();
   ac.excluded_tids = g_excluded_tids;
   g_start_ns = ac.start_ns;

@@ -135,7 +135,7 @@ bool InterpreterFinalizing() {
 }  // namespace
 
 SamplingSession::SamplingSession(const SamplingSessionConfig& config)
-    : config_(config), resolver_(&table_), reported_(&table_, config.file_filter) {
+    : config_(config), resolver_(&table_), reported_(&table_, static_cast<PyObject*>(config.file_filter)) {
   excluded_tids_ = config_.excluded_tids;
   if (config_.memory) {
     memory_ = std::make_unique<MemoryAggregator>(
@@ -149,7 +149,8 @@ SamplingSession::SamplingSession(const SamplingSessionConfig& config)
     gpu::NvmlPollerOptions options;
     options.on_thread_start = hooks::MarkCurrentThreadInternal;  // NVML's own mallocs
     std::unique_ptr<gpu::NvmlPoller> poller = gpu::NvmlPoller::Open(options, &why);
-    gpu_ = std::make_unique<gpu::GpuAggregator>(&table_, std::move(poller), why, config_.torch_probe);
+    gpu_ = std::make_unique<gpu::GpuAggregator>(&table_, std::move(poller), why,
+                                                static_cast<PyObject*>(config_.torch_probe));
   }
 }
 
@@ -416,12 +417,17 @@ void SamplingSession::MeasureWait(ThreadSlot* slot, PyThreadState* ts, int64_t n
   stats_.invalid_frames += r.invalid;
   if (r.truncated) ++stats_.truncated_stacks;
   ResolveFrames(frames, r.nframes, &scratch_ids_);
-  const uint32_t index = table_.StackIndex(slot->tid, scratch_ids_.data(), scratch_ids_.size());
+  ChargeWait(slot, scratch_ids_, off, /*from_sample=*/false);
+}
+
+void SamplingSession::ChargeWait(ThreadSlot* slot, const std::vector<uint32_t>& ids,
+                                 int64_t off_ns, bool from_sample) {
+  const uint32_t index = table_.StackIndex(slot->tid, ids.data(), ids.size());
   aggregate::StackCounters& c = table_.counters(index);
-  c.wait_ns += off;
+  c.wait_ns += off_ns;
   ++c.wait_samples;
-  slot->wait_ns += off;
-  slot->run_delay.Add(index, off, /*from_sample=*/false);
+  slot->wait_ns += off_ns;
+  slot->run_delay.Add(index, off_ns, from_sample);
   ++stats_.wait_samples;
 }
 
@@ -474,15 +480,7 @@ void SamplingSession::ProcessSample(ThreadSlot* slot, const SampleHeader& header
   // bytecode that holds the GIL keeps the tick out until the thread has moved on.
   if (header.kind != SampleKind::kNoThread && header.wall_ns > 0) {
     const int64_t off = slot->wait.Observe(header.wall_ns, slot->base_cpu_ns + slot->cpu_ns);
-    if (off > 0) {  // the thread's own stack: wait is never stitched
-      const uint32_t own = table_.StackIndex(slot->tid, ids->data(), ids->size());
-      aggregate::StackCounters& w = table_.counters(own);
-      w.wait_ns += off;
-      ++w.wait_samples;
-      slot->wait_ns += off;
-      slot->run_delay.Add(own, off, /*from_sample=*/true);
-      ++stats_.wait_samples;
-    }
+    if (off > 0) ChargeWait(slot, *ids, off, /*from_sample=*/true);  // never stitched
   }
   activity_.AddCpu(header.wall_ns > 0 ? header.wall_ns : MonotonicNowNs(), header.cpu_delta_ns);
   StitchToMain(slot->tid, ids, frames + n_own, header.nframes - n_own);

@@ -53,22 +53,16 @@
 #include "cpu/thread_slot.h"
 #include "gpu/gpu_aggregator.h"
 #include "python/code_resolver.h"
+#include "session/profiler.h"
 #include "transport/sample_record.h"
 
 namespace peakline::session {
 
-struct SamplingSessionConfig {
-  int64_t cpu_interval_ns = 10'000'000;
-  int64_t tick_ns = 20'000'000;
-  size_t ring_bytes = 128 * 1024;
-  bool sample_native_threads = true;
-  pid_t main_tid = 0;
-  int signo = 0;
-  bool memory = false;            // drain the allocation hooks' events too
-  PyObject* file_filter = nullptr;  // borrowed; callable(filename) -> bool
-  int64_t start_ns = 0;
-  bool gpu = false;                 // poll NVML and charge GPU figures (gpu/gpu_aggregator.h)
-  PyObject* torch_probe = nullptr;  // borrowed; callable() -> None | (allocated, reserved)
+// What the binding asked for (profiler.h), plus what StartProfiler settles for the session.
+struct SamplingSessionConfig : ProfilerConfig {
+  size_t ring_bytes = 128 * 1024;  // each thread's sample ring
+  int signo = 0;                   // the sampling signal (cpu_signal_handler.h, CpuSamplingSignal)
+  int64_t start_ns = 0;            // the session's time zero, on CLOCK_MONOTONIC
   std::unordered_set<pid_t> excluded_tids;  // peakline's own Python threads: never registered
 };
 
@@ -172,6 +166,10 @@ class SamplingSession {
   cpu::ThreadSlot* Register(pid_t tid, bool python, int64_t first_within_ns = 0);
   void Retire(cpu::ThreadSlot* slot);
   void MeasureWait(cpu::ThreadSlot* slot, PyThreadState* ts, int64_t now_ns);
+  // Charges off_ns of off-CPU time to the thread's own stack `ids` (wait is never stitched),
+  // and notes it for the run-delay split. from_sample: by one of its samples (it ran).
+  void ChargeWait(cpu::ThreadSlot* slot, const std::vector<uint32_t>& ids, int64_t off_ns,
+                  bool from_sample);
   // Moves the run delay part of the off-CPU time charged since the last reading from wait to
   // run delay (RunDelayMeter), on the stacks it was charged to. Reads the thread's schedstat
   // only when something was charged, and a blocked thread's only every 10th tick unless
