@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "cpu/clock.h"
 #include "memory/byte_sampler.h"
 #include "transport/memory_event.h"
 
@@ -395,7 +396,7 @@ TEST_F(AllocationHooksTest, SampledAllocationsAndFreesProduceEvents) {
     EXPECT_EQ(e.ev.tid, tid);
     // stamped when it happened (a line's timeline point), on the peak's clock
     EXPECT_GT(e.ev.time_ns, 0);
-    EXPECT_LE(e.ev.time_ns, memory::MonotonicNs());
+    EXPECT_LE(e.ev.time_ns, cpu::MonotonicNowNs());
     const int64_t size = is_small ? 1000 : kMiB;
     EXPECT_EQ(e.ev.size, size);
     EXPECT_EQ(e.ev.weight, ByteSampler::Weight(size, 4096));

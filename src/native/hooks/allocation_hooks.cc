@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 
+#include "cpu/clock.h"
 #include "hooks/symbol_patcher.h"
 #include "memory/byte_sampler.h"
 #include "memory/mapping_table.h"
