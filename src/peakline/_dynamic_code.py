@@ -6,7 +6,7 @@ fields, and rebuilds the code object in the worker with ``co_filename = "<dynami
 (it keeps the payload identical wherever the function was defined). The line numbers are
 intact; the file is not in the code object any more, but the function rebuilt around it gets
 the defining module's ``__file__`` in its globals. The core asks :func:`locate` once per such
-code object (``engine/code_resolver.h``) and records the answer as the frame's file, so the
+code object (``python/code_resolver.h``) and records the answer as the frame's file, so the
 worker's lines merge with the parent's lines of the same file.
 
 How: the functions alive in the process whose code is dynamic are found by one pass over the

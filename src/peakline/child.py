@@ -597,10 +597,9 @@ def _after_fork_in_child() -> None:
         from peakline import _core
     except ImportError:
         return
-    reset = getattr(_core, "reset_after_fork", None)
-    if reset is None or not parent_running:
-        return  # an older core cannot restart after fork: the child runs unprofiled
-    reset()
+    if not parent_running:
+        return
+    _core.reset_after_fork()
     directory = os.environ.get(CHILD_DIR_ENV)
     if not directory:
         return

@@ -1,7 +1,7 @@
 """Which interpreters peakline measures on, and the one-line refusal of every other.
 
 The measuring core reads CPython's own structures (frames, thread states, code objects) with
-a layout per minor version (src/native/engine/frame_layout.h), so it is built only for the
+a layout per minor version (src/native/python/frame_layout.h), so it is built only for the
 CPython versions whose layout it knows: pip refuses any other interpreter first
 (``requires-python`` in pyproject.toml, the check in CMakeLists.txt). This module refuses what
 gets past that (an installed tree copied to another interpreter, a build forced past pip)

@@ -505,7 +505,7 @@ def set_unhandled_keyboard_interrupt() -> None:
 # then dies by SIGTERM. A Python handler runs only when the main thread next checks for
 # signals, and a main thread that blocked right after the signal arrived (a Pool worker going
 # back to sem_wait for its next task) would never check: the core re-sends the signal to it
-# until the handler reports in (engine/signal_watch.h).
+# until the handler reports in (session/signal_watch.h).
 #
 # The program must not see that handler: to it SIGTERM's handler is SIG_DFL, as unprofiled.
 # signal.getsignal and signal.signal (Python functions of the signal module) are replaced by
@@ -581,7 +581,7 @@ def _watch(signum: int) -> None:
         from peakline import _core
 
         _core.watch_signal(signum)
-    except (ImportError, RuntimeError, AttributeError):  # an old core, an odd platform
+    except (ImportError, RuntimeError):  # no core (an odd platform), or the signal is refused
         pass
 
 
@@ -675,7 +675,7 @@ def sigterm_handler_started(signum: int) -> None:
         from peakline import _core
 
         _core.signal_handled(signum)
-    except (ImportError, AttributeError):
+    except ImportError:
         pass
 
 

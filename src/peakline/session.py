@@ -157,7 +157,7 @@ class _ThreadNames:
     It also tells the core when a thread begins and ends: Thread._bootstrap_inner, which
     runs the thread's whole life on the thread itself, is wrapped so that the thread's CPU
     timer runs from its first instruction and the CPU after its last sample is counted
-    (engine/profiler.h, ThreadStarted / ThreadFinishing). A thread shorter than the sampling
+    (session/profiler.h, ThreadStarted / ThreadFinishing). A thread shorter than the sampling
     interval would otherwise be missing from the profile."""
 
     def __init__(self) -> None:
@@ -366,9 +366,8 @@ class Session:
         for thread in threading.enumerate():  # 3.10's thread states lack the kernel id
             if thread.ident is not None and thread.native_id is not None:
                 core.remember_native_thread_id(thread.ident, thread.native_id)
-        if hasattr(core, "set_dynamic_code_locator"):
-            from peakline import _dynamic_code
-            core.set_dynamic_code_locator(_dynamic_code.locate)
+        from peakline import _dynamic_code
+        core.set_dynamic_code_locator(_dynamic_code.locate)
         try:
             core.start(interval_ns, int(TICK_INTERVAL_S * 1e9), self.options.sample_native_threads,
                        threading.main_thread().native_id or 0, call_opcode_table(),
@@ -468,7 +467,7 @@ class Session:
 
     def snapshot(self, *, trigger: str = "request"):
         """The Profile so far of a running session, which keeps running: the core's counters
-        are read, not reset (engine/profiler.h, CollectRunningProfile), so every snapshot
+        are read, not reset (session/profiler.h, CollectRunningProfile), so every snapshot
         covers the run from its start. ``trigger`` ("interval", "signal", "request") and a
         sequence number go into the profile's ``snapshot`` field (docs/profile-format.md).
 
@@ -564,7 +563,7 @@ _own_threads_ended_ns = 0            # CPU time of those that have ended
 def exclude_current_thread() -> None:
     """Called first thing by a thread of peakline's own (the snapshot writer, the live view):
     the core never samples it, measures its waits or counts its allocations, in the running
-    session and in later ones (engine/profiler.h, ExcludeCurrentThread). The thread calls
+    session and in later ones (session/profiler.h, ExcludeCurrentThread). The thread calls
     ``own_thread_ending()`` last thing."""
     _core().exclude_current_thread()
     try:

@@ -1,5 +1,5 @@
-// CodeRegionMap (engine/code_regions.h): classifying interrupted PCs by loaded object/symbol.
-#include "engine/code_regions.h"
+// CodeRegionMap (python/code_regions.h): classifying interrupted PCs by loaded object/symbol.
+#include "python/code_regions.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-namespace peakline::engine {
+namespace peakline::python {
 namespace {
 
 __attribute__((noinline)) int LocalFunction(int x) { return x * 3 + 1; }
@@ -202,4 +202,4 @@ TEST(CodeRegionsTest, FileSymbolsOfAnAddressInNoObjectAddNothing) {
 }
 
 }  // namespace
-}  // namespace peakline::engine
+}  // namespace peakline::python

@@ -1,6 +1,6 @@
-// The CPU-timer signal handler (engine/cpu_signal_handler.h) driven by a real per-thread CPU
+// The CPU-timer signal handler (cpu/cpu_signal_handler.h) driven by a real per-thread CPU
 // timer, with a fake StackCapture instead of the Python stack reader.
-#include "engine/cpu_signal_handler.h"
+#include "cpu/cpu_signal_handler.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -13,13 +13,23 @@
 #include <thread>
 #include <vector>
 
-#include "engine/code_regions.h"
-#include "engine/sample_record.h"
-#include "engine/spsc_ring.h"
-#include "engine/thread_cpu_timer.h"
-#include "engine/thread_slot.h"
+#include "cpu/clock.h"
+#include "cpu/thread_cpu_timer.h"
+#include "cpu/thread_slot.h"
+#include "python/code_regions.h"
+#include "transport/sample_record.h"
+#include "transport/spsc_ring.h"
 
-namespace peakline::engine {
+namespace peakline::cpu {
+
+using python::CodeRegion;
+using python::CodeRegionMap;
+using transport::RawFrame;
+using transport::SampleHeader;
+using transport::SampleKind;
+using transport::SpscRing;
+using transport::kMaxRecordBytes;
+
 namespace {
 
 constexpr int64_t kIntervalNs = 10'000'000;  // 10 ms
@@ -44,7 +54,7 @@ void FakeCapture(uintptr_t pc, RawFrame* frames, int max_frames, SampleHeader* h
 int64_t OwnCpuNs() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  return TimespecNs(ts);
 }
 
 // Mostly user-space arithmetic in this binary; the clock is read every few microseconds.
@@ -457,9 +467,9 @@ TEST_F(CpuSignalHandlerTest, CpuSamplingSignalIsARealtimeSignal) {
 }
 
 }  // namespace
-}  // namespace peakline::engine
+}  // namespace peakline::cpu
 
-namespace peakline::engine {
+namespace peakline::cpu {
 namespace {
 
 // Detach (peakline attach): the program's recorded disposition goes back to the kernel, the
@@ -491,4 +501,4 @@ TEST_F(CpuSignalHandlerTest, ReleaseRefusesWhileSamplingIsOn) {
 }
 
 }  // namespace
-}  // namespace peakline::engine
+}  // namespace peakline::cpu

@@ -3,7 +3,7 @@
 // and in per-producer order, whether the consumer drains late or concurrently; an oversize
 // record reaches the consumer as invalid; the doorbell rings at the watermark and only then.
 // Deterministic in what it asserts: every assertion holds for any interleaving.
-#include "engine/event_stager.h"
+#include "transport/event_stager.h"
 
 #include <gtest/gtest.h>
 #include <time.h>
@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/mpsc_ring.h"
+#include "transport/mpsc_ring.h"
 
-namespace peakline::engine {
+namespace peakline::transport {
 namespace {
 
 struct Record {
@@ -183,4 +183,4 @@ TEST(MpscRingDoorbellTest, WakesABlockedWaiter) {
 }
 
 }  // namespace
-}  // namespace peakline::engine
+}  // namespace peakline::transport

@@ -24,8 +24,12 @@
 #include <thread>
 #include <vector>
 
+#include "cpu/clock.h"
+
 namespace peakline::memory {
 namespace {
+
+using cpu::MonotonicNowNs;
 
 constexpr int64_t kMiB = 1 << 20;
 
@@ -86,7 +90,7 @@ TEST(HeapCountersTest, SingleThreadIsExact) {
       const bool up_phase = (i / 20000) % 2 == 0;
       int64_t delta = static_cast<int64_t>(rng() % (256 * 1024)) - (up_phase ? 96 * 1024 : 160 * 1024);
       if (rng() % 1000 == 0) delta = static_cast<int64_t>(rng() % (64 * kMiB)) * (up_phase ? 1 : -1);
-      const int64_t t_before = MonotonicNs();
+      const int64_t t_before = MonotonicNowNs();
       const int64_t peak_before = m.peak;
       int64_t live = 0, now = -1;
       const bool event = h.Flush(delta, &live, &now);
@@ -101,7 +105,7 @@ TEST(HeapCountersTest, SingleThreadIsExact) {
       if (m.peak > peak_before) {
         // A new peak carries the time of this flush.
         ASSERT_GE(now, t_before);
-        ASSERT_LE(now, MonotonicNs());
+        ASSERT_LE(now, MonotonicNowNs());
         ASSERT_EQ(h.peak_time_ns.load(), now);
       }
     }
@@ -229,7 +233,7 @@ TEST(HeapCountersTest, ConcurrentFlushesAreExact) {
 }
 
 // A spike and a dip between two reads of the window are both seen by the second read (the
-// aggregator's read: exchange with the current live value, engine/memory_aggregator.cc).
+// aggregator's read: exchange with the current live value, aggregate/memory_aggregator.cc).
 TEST(HeapCountersTest, WindowCapturesSpikeAndDipBetweenReads) {
   HeapCounters h;
   int64_t live = 0, now = 0;
@@ -245,14 +249,14 @@ TEST(HeapCountersTest, WindowCapturesSpikeAndDipBetweenReads) {
   read(&max_v, &max_t, &min_v, &min_t);
   EXPECT_EQ(max_v, 100 * kMiB);
 
-  const int64_t t0 = MonotonicNs();
+  const int64_t t0 = MonotonicNowNs();
   h.Flush(300 * kMiB, &live, &now);   // spike to 400 MiB
   const int64_t spike_t = now;
   h.Flush(-300 * kMiB, &live, &now);  // back to 100
   h.Flush(-90 * kMiB, &live, &now);   // dip to 10
   const int64_t dip_t = now;
   h.Flush(90 * kMiB, &live, &now);    // back to 100
-  const int64_t t1 = MonotonicNs();
+  const int64_t t1 = MonotonicNowNs();
   read(&max_v, &max_t, &min_v, &min_t);
   EXPECT_EQ(max_v, 400 * kMiB);
   EXPECT_EQ(min_v, 10 * kMiB);

@@ -1,6 +1,6 @@
-// MainStackCache (engine/main_stack_cache.h): when the main thread's stack is read again and
+// MainStackCache (python/main_stack_cache.h): when the main thread's stack is read again and
 // when a reading is reused.
-#include "engine/main_stack_cache.h"
+#include "python/main_stack_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,10 @@
 #include <thread>
 #include <vector>
 
-namespace peakline::engine {
+namespace peakline::python {
+
+using transport::RawFrame;
+
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
@@ -133,4 +136,4 @@ TEST(MainStackCacheTest, ConcurrentReadersNeverSeeATornReading) {
 }
 
 }  // namespace
-}  // namespace peakline::engine
+}  // namespace peakline::python

@@ -2,7 +2,7 @@
 // several producers against one consumer (every accepted record read exactly once, intact,
 // in per-producer order), and a reserved-but-uncommitted record holding the consumer back.
 // Deterministic: fixed seeds, every assertion holds for any interleaving.
-#include "engine/mpsc_ring.h"
+#include "transport/mpsc_ring.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-namespace peakline::engine {
+namespace peakline::transport {
 namespace {
 
 constexpr size_t kHeader = 8;  // per-record header word, payload padded to 8 bytes
@@ -310,4 +310,4 @@ TEST(MpscRingTest, UncommittedRecordOverOldPayloadHoldsTheConsumerBack) {
 }
 
 }  // namespace
-}  // namespace peakline::engine
+}  // namespace peakline::transport

@@ -17,7 +17,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/cpu_signal_handler.h"
+#include "cpu/cpu_signal_handler.h"
 #include "hooks/allocation_hooks.h"
 
 extern "C" {
@@ -37,14 +37,14 @@ const void* SelfAddress() { return reinterpret_cast<const void*>(&SelfAddress); 
 std::atomic<int> g_calls{0};
 void CountingHandler(int) { g_calls.fetch_add(1); }
 
-int StackDepthCapture(engine::RawFrame*, int) { return 0; }
+int StackDepthCapture(transport::RawFrame*, int) { return 0; }
 
 class ProcessHooksTest : public testing::Test {
  protected:
   void SetUp() override {
-    signo_ = engine::CpuSamplingSignal();
+    signo_ = cpu::CpuSamplingSignal();
     ASSERT_GT(signo_, 0);
-    ASSERT_EQ(engine::InstallCpuSignalHandler(signo_, nullptr), 0);
+    ASSERT_EQ(cpu::InstallCpuSignalHandler(signo_, nullptr), 0);
     std::string error;
     ASSERT_TRUE(StartProcessHooks(SelfAddress(), &error)) << error;
     ASSERT_TRUE(ProcessHooksInstalled());
@@ -59,7 +59,7 @@ TEST_F(ProcessHooksTest, SigactionOnTheSamplingSignalIsRecordedNotApplied) {
   sigemptyset(&act.sa_mask);
   ASSERT_EQ(prog_sigaction(signo_, &act, &old), 0);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(old.sa_handler), reinterpret_cast<uintptr_t>(SIG_DFL));
-  EXPECT_TRUE(engine::GetCpuSignalStatus().handler_intact);  // the kernel still runs ours
+  EXPECT_TRUE(cpu::GetCpuSignalStatus().handler_intact);  // the kernel still runs ours
   ASSERT_EQ(prog_sigaction(signo_, nullptr, &now), 0);
   EXPECT_EQ(now.sa_handler, &CountingHandler);  // what the program asked for
   g_calls = 0;
@@ -69,7 +69,7 @@ TEST_F(ProcessHooksTest, SigactionOnTheSamplingSignalIsRecordedNotApplied) {
   act.sa_handler = SIG_DFL;
   ASSERT_EQ(prog_sigaction(signo_, &act, &old), 0);
   EXPECT_EQ(old.sa_handler, &CountingHandler);
-  EXPECT_TRUE(engine::GetCpuSignalStatus().handler_intact);
+  EXPECT_TRUE(cpu::GetCpuSignalStatus().handler_intact);
 }
 
 TEST_F(ProcessHooksTest, SignalAndSysvSignalFollowGlibcSemantics) {
@@ -159,7 +159,7 @@ TEST_F(ProcessHooksTest, DlsymOfSigactionIsTheHook) {
   std::memset(&act, 0, sizeof(act));
   act.sa_handler = SIG_IGN;
   ASSERT_EQ(looked_up(signo_, &act, nullptr), 0);
-  EXPECT_TRUE(engine::GetCpuSignalStatus().handler_intact);
+  EXPECT_TRUE(cpu::GetCpuSignalStatus().handler_intact);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// ReadPythonStack / SelfCheckFrameLayout (engine/python_frames.h) against a real, embedded
+// ReadPythonStack / SelfCheckFrameLayout (python/python_frames.h) against a real, embedded
 // interpreter: Python code calls a C function that reads the stack through the mirror.
-#include "engine/python_frames.h"
+#include "python/python_frames.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -14,7 +14,11 @@
 #include <utility>
 #include <vector>
 
-namespace peakline::engine {
+namespace peakline::python {
+
+using transport::RawFrame;
+using transport::kMaxFrames;
+
 namespace {
 
 #if PY_VERSION_HEX >= 0x030B0000
@@ -480,4 +484,4 @@ TEST_F(PythonFramesTest, SelfCheckNeedsAFrame) {
 }
 
 }  // namespace
-}  // namespace peakline::engine
+}  // namespace peakline::python

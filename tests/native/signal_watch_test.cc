@@ -1,7 +1,7 @@
-// engine/signal_watch: the arrival of a watched signal is recorded and the previous handler
+// session/signal_watch: the arrival of a watched signal is recorded and the previous handler
 // still runs; the tick thread's kick re-sends it to a thread until its (Python) handler
 // reports in; and a process whose handler never runs dies by the signal.
-#include "engine/signal_watch.h"
+#include "session/signal_watch.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -13,17 +13,15 @@
 #include <atomic>
 #include <thread>
 
-namespace peakline::engine {
+#include "cpu/clock.h"
+
+namespace peakline::session {
 namespace {
+
+using cpu::MonotonicNowNs;
 
 std::atomic<int> g_calls{0};
 void CountingHandler(int) { g_calls.fetch_add(1, std::memory_order_relaxed); }
-
-int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 pid_t Tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
@@ -54,21 +52,21 @@ TEST(SignalWatch, ChainsThePreviousHandlerAndKicksUntilHandled) {
   policy.retry_ns = 1'000'000;
   policy.give_up_ns = 60'000'000'000;
 
-  EXPECT_EQ(KickPendingSignals(me, NowNs(), policy), 0);  // nothing arrived yet
+  EXPECT_EQ(KickPendingSignals(me, MonotonicNowNs(), policy), 0);  // nothing arrived yet
   raise(SIGUSR1);
   EXPECT_EQ(g_calls.load(), 1);  // the previous handler ran, once
   // Arrived 0 ms ago: too early to re-send.
-  EXPECT_EQ(KickPendingSignals(me, NowNs(), policy), 0);
+  EXPECT_EQ(KickPendingSignals(me, MonotonicNowNs(), policy), 0);
   usleep(3000);
-  EXPECT_EQ(KickPendingSignals(me, NowNs(), policy), 1);  // re-sent to this thread...
+  EXPECT_EQ(KickPendingSignals(me, MonotonicNowNs(), policy), 1);  // re-sent to this thread...
   EXPECT_EQ(g_calls.load(), 2);                           // ...and handled again
-  EXPECT_EQ(KickPendingSignals(me, NowNs(), policy), 0);  // not before retry_ns
+  EXPECT_EQ(KickPendingSignals(me, MonotonicNowNs(), policy), 0);  // not before retry_ns
   usleep(3000);
-  EXPECT_EQ(KickPendingSignals(me, NowNs(), policy), 1);
+  EXPECT_EQ(KickPendingSignals(me, MonotonicNowNs(), policy), 1);
   EXPECT_EQ(g_calls.load(), 3);
   SignalHandled(SIGUSR1);
   usleep(3000);
-  EXPECT_EQ(KickPendingSignals(me, NowNs(), policy), 0);  // handled: left alone
+  EXPECT_EQ(KickPendingSignals(me, MonotonicNowNs(), policy), 0);  // handled: left alone
   EXPECT_EQ(g_calls.load(), 3);
 }
 
@@ -99,7 +97,7 @@ TEST(SignalWatch, TheKickWakesAThreadThatBlockedAfterTheSignal) {
   // signal; the next one wakes it.
   for (int i = 0; i < 1000 && woke_with.load() == 0; ++i) {
     usleep(2000);
-    kicks += KickPendingSignals(sleeper_tid.load(), NowNs(), policy);
+    kicks += KickPendingSignals(sleeper_tid.load(), MonotonicNowNs(), policy);
   }
   sleeper.join();  // would hang without the kick
   EXPECT_EQ(woke_with.load(), EINTR);
@@ -118,7 +116,7 @@ TEST(SignalWatch, GivesUpAndDiesByTheSignalWhenTheHandlerNeverRuns) {
     SignalKickPolicy policy;
     policy.give_up_ns = 1'000'000;
     usleep(5000);
-    KickPendingSignals(0, NowNs(), policy);  // no main thread to kick: give up
+    KickPendingSignals(0, MonotonicNowNs(), policy);  // no main thread to kick: give up
     usleep(100'000);
     _exit(4);  // not reached: SIGTERM's default action ended the process
   }
@@ -139,7 +137,7 @@ TEST(SignalWatch, AForkChildForgetsItsParentsArrivals) {
     SignalKickPolicy policy;
     policy.first_after_ns = 0;
     // The child never received the signal: nothing to re-send.
-    _exit(KickPendingSignals(Tid(), NowNs() + 10'000'000'000, policy) == 0 ? 0 : 5);
+    _exit(KickPendingSignals(Tid(), MonotonicNowNs() + 10'000'000'000, policy) == 0 ? 0 : 5);
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
@@ -161,10 +159,10 @@ TEST(SignalWatch, AnArrivalSurvivesANewHandlerAndAReWatch) {
   ASSERT_EQ(WatchSignal(SIGUSR1), 0);  // ...and installed again
   SignalKickPolicy policy;
   policy.first_after_ns = 0;
-  EXPECT_EQ(KickPendingSignals(Tid(), NowNs(), policy), 1);
+  EXPECT_EQ(KickPendingSignals(Tid(), MonotonicNowNs(), policy), 1);
   EXPECT_EQ(g_calls.load(), 2);
   SignalHandled(SIGUSR1);
-  EXPECT_EQ(KickPendingSignals(Tid(), NowNs() + 1'000'000'000, policy), 0);
+  EXPECT_EQ(KickPendingSignals(Tid(), MonotonicNowNs() + 1'000'000'000, policy), 0);
 }
 
 TEST(SignalWatch, AForkChildKeepsItsOwnArrivalBesideItsParents) {
@@ -178,7 +176,7 @@ TEST(SignalWatch, AForkChildKeepsItsOwnArrivalBesideItsParents) {
     raise(SIGUSR1);  // lands in the child at once (Pool.terminate right after the fork)
     SignalKickPolicy policy;
     policy.first_after_ns = 0;
-    _exit(KickPendingSignals(Tid(), NowNs() + 2'000'000, policy) == 1 ? 0 : 6);
+    _exit(KickPendingSignals(Tid(), MonotonicNowNs() + 2'000'000, policy) == 1 ? 0 : 6);
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
@@ -188,4 +186,4 @@ TEST(SignalWatch, AForkChildKeepsItsOwnArrivalBesideItsParents) {
 }
 
 }  // namespace
-}  // namespace peakline::engine
+}  // namespace peakline::session

@@ -1,6 +1,6 @@
 // SpscRing: framing, wrap-around, full-ring rejection, oversize skipping, and a two-thread
-// producer/consumer stress run (the real deployment: signal handler -> aggregator thread).
-#include "engine/spsc_ring.h"
+// producer/consumer stress run (the real deployment: signal handler -> tick thread).
+#include "transport/spsc_ring.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace peakline::engine {
+namespace peakline::transport {
 namespace {
 
 constexpr size_t kHdr = sizeof(uint32_t);  // the ring's per-record length prefix
@@ -206,4 +206,4 @@ TEST(SpscRingTest, ProducerConsumerStress) {
 }
 
 }  // namespace
-}  // namespace peakline::engine
+}  // namespace peakline::transport

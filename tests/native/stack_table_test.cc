@@ -1,12 +1,12 @@
-// StackTable (profile/stack_table.h): interning and per-(thread, stack) counters.
-#include "profile/stack_table.h"
+// StackTable (aggregate/stack_table.h): interning and per-(thread, stack) counters.
+#include "aggregate/stack_table.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace peakline::profile {
+namespace peakline::aggregate {
 namespace {
 
 TEST(StackTableTest, StringsAreInternedOnce) {
@@ -117,4 +117,4 @@ TEST(StackTableTest, RowsPreserveThreadFramesAndCounters) {
 }
 
 }  // namespace
-}  // namespace peakline::profile
+}  // namespace peakline::aggregate

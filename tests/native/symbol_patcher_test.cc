@@ -527,10 +527,5 @@ TEST_F(SymbolPatcherTest, ConcurrentCallersSeeOldOrNewFunction) {
   EXPECT_EQ(bad.load(), 0);
 }
 
-TEST(ProcessSymbolPatcherTest, IsOneInstance) {
-  EXPECT_EQ(&ProcessSymbolPatcher(), &ProcessSymbolPatcher());
-  EXPECT_FALSE(ProcessSymbolPatcher().installed());
-}
-
 }  // namespace
 }  // namespace peakline::hooks

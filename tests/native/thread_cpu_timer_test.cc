@@ -1,5 +1,5 @@
-// Per-thread CPU clocks and CPU-time timers (engine/thread_cpu_timer.h).
-#include "engine/thread_cpu_timer.h"
+// Per-thread CPU clocks and CPU-time timers (cpu/thread_cpu_timer.h).
+#include "cpu/thread_cpu_timer.h"
 
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -14,13 +14,15 @@
 #include <thread>
 #include <vector>
 
-namespace peakline::engine {
+#include "cpu/clock.h"
+
+namespace peakline::cpu {
 namespace {
 
 int64_t ClockNs(clockid_t clock) {
   timespec ts;
   if (clock_gettime(clock, &ts) != 0) return -1;
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  return TimespecNs(ts);
 }
 
 int64_t OwnCpuNs() { return ClockNs(CLOCK_THREAD_CPUTIME_ID); }
@@ -325,4 +327,4 @@ TEST(ArmThreadCpuTimerTest, CountsAreProportionalToEachThreadsCpuTime) {
 }
 
 }  // namespace
-}  // namespace peakline::engine
+}  // namespace peakline::cpu

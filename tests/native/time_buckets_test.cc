@@ -1,9 +1,9 @@
 // TimeBuckets: CPU per interval and the main thread's line, bounded by coarsening.
-#include "profile/time_buckets.h"
+#include "aggregate/time_buckets.h"
 
 #include <gtest/gtest.h>
 
-namespace peakline::profile {
+namespace peakline::aggregate {
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
@@ -44,4 +44,4 @@ TEST(TimeBucketsTest, RunningPastTheEndDoublesTheWidthAndKeepsTotalsAndTheMajori
 }
 
 }  // namespace
-}  // namespace peakline::profile
+}  // namespace peakline::aggregate

@@ -1,9 +1,9 @@
-// WaitMeter (engine/thread_slot.h): off-CPU time between observations of a thread.
+// WaitMeter (cpu/thread_slot.h): off-CPU time between observations of a thread.
 #include <gtest/gtest.h>
 
-#include "engine/thread_slot.h"
+#include "cpu/thread_slot.h"
 
-namespace peakline::engine {
+namespace peakline::cpu {
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
@@ -48,7 +48,7 @@ TEST(WaitMeterTest, CpuAheadOfWallIsNoWait) {
   EXPECT_EQ(m.Observe(10 * kMs, 10 * kMs + 3), 0);
 }
 
-// RunDelayMeter (engine/thread_slot.h): the kernel's run delay taken out of the off-CPU
+// RunDelayMeter (cpu/thread_slot.h): the kernel's run delay taken out of the off-CPU
 // charges since the last reading, in proportion, never more than was charged.
 TEST(RunDelayMeterTest, RunDelayIsSplitOverTheChargesInProportion) {
   RunDelayMeter m;
@@ -114,4 +114,4 @@ TEST(RunDelayMeterTest, ABlockedThreadIsReadEveryTenthTickUntilItRunsAgain) {
 }
 
 }  // namespace
-}  // namespace peakline::engine
+}  // namespace peakline::cpu

@@ -1,6 +1,6 @@
 // ZeroedPages: zero on first read, resident only where written, Reset() both zeroes and gives
 // the pages back (mincore() reports residency page by page).
-#include "engine/zeroed_pages.h"
+#include "transport/zeroed_pages.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace peakline::engine {
+namespace peakline::transport {
 namespace {
 
 constexpr size_t kPage = 4096;
@@ -57,4 +57,4 @@ TEST(ZeroedPagesTest, SizeIsRoundedUpToWholePages) {
 }
 
 }  // namespace
-}  // namespace peakline::engine
+}  // namespace peakline::transport

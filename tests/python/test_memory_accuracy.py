@@ -166,7 +166,7 @@ def test_sampling_interval_option_is_recorded_and_used(tmp_path):
 
 def test_allocation_storm_with_the_gil_held_loses_no_event(tmp_path):
     # While json.loads (a C call) holds the GIL the aggregator cannot drain the event ring;
-    # the staging thread does (engine/event_stager.h). Before it, ~2/3 of these events were
+    # the staging thread does (transport/event_stager.h). Before it, ~2/3 of these events were
     # dropped: allocations left unattributed, frees never charged back (the line then looked
     # like it kept what it freed).
     path = PROGRAMS / "memory_gil_storm.py"

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "attach/process_maps.h"
+#include "cpu/clock.h"
 
 #ifndef PTRACE_GETSIGMASK
 #define PTRACE_GETSIGMASK 0x420a
@@ -55,11 +56,7 @@ bool BlocksWithoutLocks(long nr) {
 
 std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
-int64_t NowMs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000 + ts.tv_nsec / 1'000'000;
-}
+int64_t NowMs() { return cpu::MonotonicNowNs() / 1'000'000; }
 
 // The target's addresses this file calls or reads.
 struct Symbols {

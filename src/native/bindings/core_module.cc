@@ -1,5 +1,5 @@
 // peakline._core: the nanobind module. Conversion only — no logic lives here; see
-// engine/profiler.h for the API and docs/internals-raw-samples.md for the data shape.
+// session/profiler.h for the API and docs/internals-raw-samples.md for the data shape.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
@@ -8,14 +8,14 @@
 #include <string>
 
 #include "attach/ptrace_injector.h"
-#include "engine/code_resolver.h"
-#include "engine/native_thread_ids.h"
-#include "engine/profiler.h"
-#include "engine/signal_watch.h"
+#include "cpu/native_thread_ids.h"
+#include "python/code_resolver.h"
+#include "session/profiler.h"
+#include "session/signal_watch.h"
 
 namespace nb = nanobind;
-using peakline::engine::ProfilerConfig;
-using peakline::engine::Snapshot;
+using peakline::session::ProfilerConfig;
+using peakline::session::Snapshot;
 
 namespace {
 
@@ -36,19 +36,19 @@ void Start(int64_t cpu_interval_ns, int64_t tick_ns, bool sample_native_threads,
   config.main_tid = main_tid;
   const auto* ops = static_cast<const unsigned char*>(call_opcodes.data());
   for (size_t i = 0; i < call_opcodes.size() && i < 256; ++i) config.call_opcodes[i] = ops[i] != 0;
-  if (std::string err = peakline::engine::StartProfiler(config); !err.empty()) {
+  if (std::string err = peakline::session::StartProfiler(config); !err.empty()) {
     throw std::runtime_error(err);
   }
 }
 
 void Stop() {
-  if (std::string err = peakline::engine::StopProfiler(); !err.empty()) {
+  if (std::string err = peakline::session::StopProfiler(); !err.empty()) {
     throw std::runtime_error(err);
   }
 }
 
 void WatchSignal(int signo) {
-  if (int err = peakline::engine::WatchSignal(signo); err != 0) {
+  if (int err = peakline::session::WatchSignal(signo); err != 0) {
     throw std::runtime_error(std::string("cannot watch signal ") + std::to_string(signo) + ": " +
                              std::strerror(err));
   }
@@ -147,8 +147,8 @@ nb::tuple AttachInject(int pid, const std::string& code, int wait_ms) {
   }
   return nb::make_tuple(r.error, r.mode, r.page);
 }
-nb::dict Collect() { return ToDict(peakline::engine::CollectProfile()); }
-nb::dict CollectRunning() { return ToDict(peakline::engine::CollectRunningProfile()); }
+nb::dict Collect() { return ToDict(peakline::session::CollectProfile()); }
+nb::dict CollectRunning() { return ToDict(peakline::session::CollectRunningProfile()); }
 
 }  // namespace
 
@@ -161,25 +161,25 @@ NB_MODULE(_core, m) {
         nb::arg("file_filter") = nb::none(), nb::arg("gpu") = false,
         nb::arg("torch_probe") = nb::none());
   m.def("stop", &Stop);
-  m.def("active", &peakline::engine::ProfilerActive);
-  m.def("thread_started", &peakline::engine::ThreadStarted,
-        "Called by a new Python thread first thing (engine/profiler.h).");
-  m.def("remember_native_thread_id", &peakline::engine::RememberNativeThreadId, nb::arg("ident"),
-        nb::arg("native_id"), "threading's ident -> kernel id, for 3.10 (engine/native_thread_ids.h).");
-  m.def("thread_finishing", &peakline::engine::ThreadFinishing,
-        "Called by a Python thread last thing (engine/profiler.h).");
+  m.def("active", &peakline::session::ProfilerActive);
+  m.def("thread_started", &peakline::session::ThreadStarted,
+        "Called by a new Python thread first thing (session/profiler.h).");
+  m.def("remember_native_thread_id", &peakline::cpu::RememberNativeThreadId, nb::arg("ident"),
+        nb::arg("native_id"), "threading's ident -> kernel id, for 3.10 (cpu/native_thread_ids.h).");
+  m.def("thread_finishing", &peakline::session::ThreadFinishing,
+        "Called by a Python thread last thing (session/profiler.h).");
   m.def("collect", &Collect);
   m.def("set_dynamic_code_locator", [](nb::object locator) {
-    peakline::engine::SetDynamicCodeLocator(locator.is_none() ? nullptr : locator.ptr());
+    peakline::python::SetDynamicCodeLocator(locator.is_none() ? nullptr : locator.ptr());
   }, nb::arg("locator").none());
   m.def("collect_running", &CollectRunning,
-        "The running session's data so far, same shape as collect() (engine/profiler.h).");
-  m.def("exclude_current_thread", &peakline::engine::ExcludeCurrentThread,
-        "Called by peakline's own Python threads first thing (engine/profiler.h).");
-  m.def("reset_after_fork", &peakline::engine::ResetAfterForkInChild);
+        "The running session's data so far, same shape as collect() (session/profiler.h).");
+  m.def("exclude_current_thread", &peakline::session::ExcludeCurrentThread,
+        "Called by peakline's own Python threads first thing (session/profiler.h).");
+  m.def("reset_after_fork", &peakline::session::ResetAfterForkInChild);
   m.def("watch_signal", &WatchSignal, nb::arg("signo"),
-        "Make sure the Python handler of this signal runs (engine/signal_watch.h).");
-  m.def("release_process", &peakline::engine::ReleaseProcess, nb::arg("wait_ms"),
+        "Make sure the Python handler of this signal runs (session/signal_watch.h).");
+  m.def("release_process", &peakline::session::ReleaseProcess, nb::arg("wait_ms"),
         "After stop: take out the process hooks and the signal handler ('' or why not).");
   m.def("attach_probe", &AttachProbe, nb::arg("pid"),
         "(error, python_object, version_hex) of a process to attach to (attach/ptrace_injector.h).");
@@ -188,5 +188,5 @@ NB_MODULE(_core, m) {
   m.def("attach_release_page", &peakline::attach::ReleasePage, nb::arg("address"),
         nb::arg("length"), "munmap of the page the attach code came in; 0 or errno.");
   m.def("attach_page_placeholder", []() { return std::string(peakline::attach::kPagePlaceholder); });
-  m.def("signal_handled", &peakline::engine::SignalHandled, nb::arg("signo"));
+  m.def("signal_handled", &peakline::session::SignalHandled, nb::arg("signo"));
 }

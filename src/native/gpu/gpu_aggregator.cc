@@ -4,7 +4,7 @@
 
 namespace peakline::gpu {
 
-GpuAggregator::GpuAggregator(profile::StackTable* table, std::unique_ptr<NvmlPoller> poller,
+GpuAggregator::GpuAggregator(aggregate::StackTable* table, std::unique_ptr<NvmlPoller> poller,
                              std::string unavailable, PyObject* torch_probe)
     : table_(table), poller_(std::move(poller)), unavailable_(std::move(unavailable)),
       torch_probe_(torch_probe) {
@@ -118,7 +118,7 @@ void GpuAggregator::OnTick(int64_t now_ns, const std::function<uint32_t()>& main
     return;
   }
 
-  profile::StackCounters& c = table_->counters(main_stack());
+  aggregate::StackCounters& c = table_->counters(main_stack());
   c.gpu_util_ns += busy;
   c.gpu_peak_bytes = std::max(c.gpu_peak_bytes, held);
   if (delta != 0) {

@@ -1,5 +1,5 @@
 // GpuAggregator: turns NVML readings (gpu/nvml_poller.h) and PyTorch's CUDA allocator counters
-// into per-stack GPU figures. Driven by engine::Aggregator once per tick (20 ms), GIL held.
+// into per-stack GPU figures. Driven by session::SamplingSession once per tick (20 ms), GIL held.
 //
 // Each tick it charges to the MAIN thread's current stack (the line the program is on):
 //   * gpu_util_ns += utilisation × tick length, with the latest NVML utilisation (sum over the
@@ -21,7 +21,7 @@
 // PyTorch is read through `torch_probe`, a Python callable (peakline.gpu_torch) that returns
 // None or (allocated_bytes, reserved_bytes); peakline never imports torch itself.
 //
-// Guarded by the GIL (like engine::MemoryAggregator); the poller has its own lock.
+// Guarded by the GIL (like aggregate::MemoryAggregator); the poller has its own lock.
 #ifndef PEAKLINE_GPU_GPU_AGGREGATOR_H_
 #define PEAKLINE_GPU_GPU_AGGREGATOR_H_
 
@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
+#include "aggregate/stack_table.h"
 #include "gpu/nvml_poller.h"
-#include "profile/stack_table.h"
 
 namespace peakline::gpu {
 
@@ -55,7 +55,7 @@ struct GpuStats {
 class GpuAggregator {
  public:
   // `poller` may be null (no NVML: then `unavailable` says why); `torch_probe` may be null.
-  GpuAggregator(profile::StackTable* table, std::unique_ptr<NvmlPoller> poller,
+  GpuAggregator(aggregate::StackTable* table, std::unique_ptr<NvmlPoller> poller,
                 std::string unavailable, PyObject* torch_probe);
   ~GpuAggregator();  // GIL held (drops the probe reference)
 
@@ -67,7 +67,7 @@ class GpuAggregator {
   // current stack; it is called at most once, after every Python call of the tick.
   void OnTick(int64_t now_ns, const std::function<uint32_t()>& main_stack);
 
-  int64_t LiveAtPeak(const profile::StackCounters& c) const {
+  int64_t LiveAtPeak(const aggregate::StackCounters& c) const {
     return c.gpu_peak_epoch == epoch_ ? c.gpu_net_at_epoch_start : c.gpu_net_bytes;
   }
   const NvmlPoller* poller() const { return poller_.get(); }
@@ -79,7 +79,7 @@ class GpuAggregator {
  private:
   bool ProbeTorch(int64_t* allocated, int64_t* reserved);
 
-  profile::StackTable* table_;
+  aggregate::StackTable* table_;
   std::unique_ptr<NvmlPoller> poller_;
   const std::string unavailable_;
   PyObject* torch_probe_;  // strong reference or null

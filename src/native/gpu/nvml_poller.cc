@@ -8,19 +8,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "engine/own_threads.h"
+#include "cpu/clock.h"
+#include "session/own_threads.h"
 
 namespace peakline::gpu {
-
-namespace {
-
-int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-}  // namespace
 
 const char* GpuQueryName(GpuQuery query) {
   switch (query) {
@@ -74,9 +65,9 @@ void NvmlPoller::Start() {
     stop_ = false;
   }
   {
-    engine::BlockSignalsForNewThreads no_signals;
+    session::BlockSignalsForNewThreads no_signals;
     thread_ = std::thread([this] { Run(); });
-    engine::NameThread(thread_.native_handle(), "peakline-gpu");
+    session::NameThread(thread_.native_handle(), "peakline-gpu");
   }
   // Until the thread has published its tid, the CPU sampler could take it for a user thread.
   while (thread_tid_.load(std::memory_order_relaxed) == 0) std::this_thread::yield();
@@ -94,7 +85,7 @@ void NvmlPoller::Stop() {
 }
 
 void NvmlPoller::Run() {
-  engine::NameThisThread("peakline-gpu");
+  session::NameThisThread("peakline-gpu");
   if (options_.on_thread_start != nullptr) options_.on_thread_start();
   thread_tid_.store(static_cast<pid_t>(syscall(SYS_gettid)), std::memory_order_relaxed);
   std::unique_lock<std::mutex> lock(mu_);
@@ -127,7 +118,7 @@ void NvmlPoller::Drain(std::vector<GpuReading>* out) {
 
 GpuReading NvmlPoller::Read() {
   GpuReading r;
-  r.t_ns = MonotonicNs();
+  r.t_ns = cpu::MonotonicNowNs();
   const std::vector<NvmlDevice>& devices = library_->devices();
   const size_t n = devices.size();
 

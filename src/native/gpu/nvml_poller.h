@@ -1,7 +1,7 @@
 // NvmlPoller: a background thread that reads NVML a few times a second and queues GpuReadings
-// for the aggregator. NVML calls take tens of microseconds to milliseconds (they may enter the
-// kernel driver), so they never run on a sampling path: Scalene calls NVML on every CPU sample
-// (scalene_profiler.py → scalene_nvidia_gpu.py); we poll at 10 Hz instead, and the aggregator's
+// for the sampling session. NVML calls take tens of microseconds to milliseconds (they may
+// enter the kernel driver), so they never run on a sampling path: Scalene calls NVML on every CPU sample
+// (scalene_profiler.py → scalene_nvidia_gpu.py); we poll at 10 Hz instead, and the session's
 // 20 ms tick picks the readings up (docs/gpu.md).
 //
 // One reading covers every accessible device:

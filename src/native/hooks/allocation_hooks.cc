@@ -12,19 +12,20 @@
 #include <cstring>
 #include <memory>
 
-#include "engine/zeroed_pages.h"
+#include "cpu/clock.h"
 #include "hooks/symbol_patcher.h"
 #include "memory/byte_sampler.h"
-#include "memory/memory_event.h"
+#include "memory/mapping_table.h"
 #include "memory/sampled_pointer_table.h"
+#include "transport/memory_event.h"
 
 namespace peakline::hooks {
 
 namespace {
 
 using memory::ByteSampler;
-using memory::MemoryEvent;
-using memory::MemoryEventType;
+using transport::MemoryEvent;
+using transport::MemoryEventType;
 
 using internal::Counting;
 using internal::g_counting;
@@ -61,7 +62,7 @@ std::atomic<bool> g_copies{false};
 int64_t g_alloc_mean = 512 * 1024;
 int64_t g_copy_mean = 2 * 1024 * 1024;
 MemoryStackCapture g_capture = nullptr;
-engine::MpscRing* g_ring = nullptr;            // leaked on purpose: a late hook may still read it
+transport::MpscRing* g_ring = nullptr;  // leaked on purpose: a late hook may still read it
 memory::HeapCounters g_heap;
 SymbolPatcher* g_patcher = nullptr;
 std::atomic<uint64_t> g_alloc_samples{0}, g_free_samples{0}, g_copy_samples{0}, g_untracked{0};
@@ -69,48 +70,7 @@ std::atomic<uint64_t> g_seed{0x9E3779B97F4A7C15ULL};
 pthread_key_t g_exit_key;            // its destructor flushes an exiting thread's delta
 bool g_exit_key_ok = false;
 
-// Anonymous mappings: address -> length, so munmap subtracts what mmap added (file mappings
-// are not heap). Same windowed open addressing as the sampled-pointer table.
-class MappingTable {
- public:
-  static constexpr size_t kSlots = 1 << 14;
-  static constexpr size_t kWindow = 32;
-  // Returns false when the window is full (the mapping is then not tracked at all).
-  bool Insert(uintptr_t addr, size_t len) {
-    const size_t start = Hash(addr);
-    for (size_t i = 0; i < kWindow; ++i) {
-      uintptr_t v = keys_[start + i].load(std::memory_order_relaxed);
-      while (v == 0 || v == 1) {
-        if (keys_[start + i].compare_exchange_weak(v, 1, std::memory_order_acquire)) {
-          lens_[start + i].store(len, std::memory_order_relaxed);
-          keys_[start + i].store(addr, std::memory_order_release);
-          return true;
-        }
-      }
-    }
-    return false;
-  }
-  // Removes addr and returns its length, or 0 if unknown.
-  size_t Take(uintptr_t addr) {
-    const size_t start = Hash(addr);
-    for (size_t i = 0; i < kWindow; ++i) {
-      uintptr_t v = keys_[start + i].load(std::memory_order_acquire);
-      if (v == 0) return 0;
-      if (v == addr && keys_[start + i].compare_exchange_strong(v, 1, std::memory_order_acq_rel)) {
-        return lens_[start + i].load(std::memory_order_relaxed);
-      }
-    }
-    return 0;
-  }
-  void Clear() { keys_.Reset(); }  // between sessions only; gives the pages back
-
- private:
-  static size_t Hash(uintptr_t a) { return static_cast<size_t>(((a >> 12) * 0x9E3779B97F4A7C15ULL) >> 50); }
-  // Zero pages: resident only where mappings hash to (256 KiB if all were touched).
-  engine::ZeroedPages<std::atomic<uintptr_t>> keys_{kSlots + kWindow};
-  engine::ZeroedPages<std::atomic<size_t>> lens_{kSlots + kWindow};
-};
-MappingTable* g_mappings = nullptr;
+memory::MappingTable* g_mappings = nullptr;  // anonymous mappings: address -> length
 
 // ---- OpenBLAS work buffers ------------------------------------------------------------------
 // OpenBLAS maps a work buffer (32 MiB on x86-64) for each thread on that thread's first BLAS
@@ -218,16 +178,16 @@ inline void ArmExitFlush(HookThreadState& s) {
 void PushEvent(HookThreadState& s, MemoryEventType type, uint8_t domain, uintptr_t address,
                int64_t size, int64_t weight, int64_t time_ns, bool with_stack) {
   MemoryEvent ev{type, domain, 0, Tid(s), address, size, weight, time_ns};
-  engine::RawFrame frames[memory::kMaxMemoryFrames];
+  transport::RawFrame frames[transport::kMaxMemoryFrames];
   if (with_stack && g_capture != nullptr) {
-    const int n = g_capture(frames, memory::kMaxMemoryFrames);
+    const int n = g_capture(frames, transport::kMaxMemoryFrames);
     if (n < 0) {
-      ev.domain |= memory::kFlagNoPythonThread;
+      ev.domain |= transport::kFlagNoPythonThread;
     } else {
       ev.nframes = static_cast<uint16_t>(n);
     }
   }
-  g_ring->TryWrite(&ev, sizeof(ev), frames, ev.nframes * sizeof(engine::RawFrame));
+  g_ring->TryWrite(&ev, sizeof(ev), frames, ev.nframes * sizeof(transport::RawFrame));
 }
 
 void FlushDelta(HookThreadState& s) {
@@ -278,14 +238,14 @@ void SampleAlloc(HookThreadState& s, void* ptr, size_t size, uint8_t domain) {
   g_alloc_samples.fetch_add(1, std::memory_order_relaxed);
   PushEvent(s, MemoryEventType::kAlloc, domain, reinterpret_cast<uintptr_t>(ptr),
             static_cast<int64_t>(size), ByteSampler::Weight(static_cast<int64_t>(size), g_alloc_mean),
-            memory::MonotonicNs(), true);  // when: the line's timeline point (vDSO, ~20 ns)
+            cpu::MonotonicNowNs(), true);  // when: the line's timeline point (vDSO, ~20 ns)
 }
 
 inline void SampleFree(HookThreadState& s, void* ptr) {
   if (g_sampled->Remove(reinterpret_cast<uintptr_t>(ptr))) {
     g_free_samples.fetch_add(1, std::memory_order_relaxed);
     PushEvent(s, MemoryEventType::kFree, 0, reinterpret_cast<uintptr_t>(ptr), 0, 0,
-              memory::MonotonicNs(), false);
+              cpu::MonotonicNowNs(), false);
   }
 }
 
@@ -294,7 +254,7 @@ inline void OnNativeAlloc(void* ptr, size_t requested) {
   HookThreadState& s = t_state;
   if (ptr == nullptr || !Counting(s)) return;
   BusyScope busy(s);
-  if (s.python_depth == 0) SampleAlloc(s, ptr, requested, memory::kDomainNative);
+  if (s.python_depth == 0) SampleAlloc(s, ptr, requested, transport::kDomainNative);
   Account(s, static_cast<int64_t>(malloc_usable_size(ptr)));
 }
 
@@ -417,7 +377,7 @@ void OnMap(void* p, size_t len, int flags, uintptr_t caller) {
     int64_t most = g_blas_most.load(std::memory_order_relaxed);
     while (live > most && !g_blas_most.compare_exchange_weak(most, live)) {}
   } else if (s.python_depth == 0) {
-    SampleAlloc(s, p, len, memory::kDomainNative);
+    SampleAlloc(s, p, len, transport::kDomainNative);
   }
   Account(s, static_cast<int64_t>(len));
 }
@@ -483,7 +443,7 @@ void* HookMempcpyChk(void* d, const void* src, size_t n, size_t cap) {
 }
 
 void OnForkChild() {
-  // The child has no aggregator thread: stop counting rather than fill a ring nobody drains.
+  // The child has no tick thread: stop counting rather than fill a ring nobody drains.
   g_counting.store(false, std::memory_order_relaxed);
   g_copies.store(false, std::memory_order_relaxed);
 }
@@ -503,14 +463,15 @@ bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
   g_alloc_mean = config.alloc_mean_bytes;
   g_copy_mean = config.copy_mean_bytes;
   g_capture = capture;
-  if (g_ring == nullptr) g_ring = new engine::MpscRing(config.event_ring_bytes);
+  if (g_ring == nullptr) g_ring = new transport::MpscRing(config.event_ring_bytes);
   // 64 Ki slots (512 KiB of zero pages, resident only where sampled blocks hash to): at the
   // default mean of 512 KiB, a 10 GiB heap holds about 20 Ki sampled blocks, a third of the
   // slots. A full probe window makes a sample "untracked" (counted), never a crash.
   if (g_sampled == nullptr) g_sampled = new memory::SampledPointerTable(16);
-  if (g_mappings == nullptr) g_mappings = new MappingTable();
+  if (g_mappings == nullptr) g_mappings = new memory::MappingTable();
   // Drain anything left from an earlier session: the consumer is us, the producers are off.
-  alignas(8) uint8_t scratch[sizeof(MemoryEvent) + memory::kMaxMemoryFrames * sizeof(engine::RawFrame)];
+  alignas(8) uint8_t scratch[sizeof(MemoryEvent) +
+                             transport::kMaxMemoryFrames * sizeof(transport::RawFrame)];
   while (g_ring->Read(scratch, sizeof(scratch)) != 0) {}
   g_sampled->Clear();
   g_mappings->Clear();
@@ -570,8 +531,7 @@ void StopMemoryHooks() {
 
 void ForgetEventRingAfterFork() { g_ring = nullptr; }
 
-bool MemoryHooksActive() { return g_counting.load(std::memory_order_relaxed); }
-engine::MpscRing* MemoryEventRing() { return g_ring; }
+transport::MpscRing* MemoryEventRing() { return g_ring; }
 memory::HeapCounters& Heap() { return g_heap; }
 
 MemoryHookStats HookStats() {
@@ -629,7 +589,7 @@ memory::SampledPointerTable* g_sampled = nullptr;
 
 void PythonAllocSlow(HookThreadState& s, void* ptr, size_t size) {
   BusyScope busy(s);
-  SampleAlloc(s, ptr, size, memory::kDomainPython);
+  SampleAlloc(s, ptr, size, transport::kDomainPython);
   if (s.pending_peak != 0) {
     PushEvent(s, MemoryEventType::kPeak, 0, 0, s.pending_peak, 0, s.pending_peak_time_ns, false);
     s.pending_peak = 0;

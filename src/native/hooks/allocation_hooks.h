@@ -23,22 +23,22 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/mpsc_ring.h"
-#include "engine/sample_record.h"
 #include "hooks/hook_thread_state.h"
 #include "memory/heap_counters.h"
+#include "transport/mpsc_ring.h"
+#include "transport/sample_record.h"
 
 namespace peakline::hooks {
 
 // Fills frames (leaf first) for the calling thread; returns how many, or -1 when the thread
 // has no Python thread state (a native worker thread). Must not allocate.
-using MemoryStackCapture = int (*)(engine::RawFrame* frames, int max_frames);
+using MemoryStackCapture = int (*)(transport::RawFrame* frames, int max_frames);
 
 struct MemoryConfig {
   int64_t alloc_mean_bytes = 512 * 1024;
   int64_t copy_mean_bytes = 2 * 1024 * 1024;
   bool track_copies = true;
-  // Drained every tick (20 ms), and by the stager thread (engine/event_stager.h) whenever a
+  // Drained every tick (20 ms), and by the stager thread (transport/event_stager.h) whenever a
   // quarter of it is queued: 256 KiB holds about 250 events of the deepest stacks, ~1600 of
   // typical ones. A ring cycles, so all of it becomes resident in a long run: small on
   // purpose. Full: "dropped_events".
@@ -60,16 +60,16 @@ struct MemoryHookStats {
 [[nodiscard]] bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
                                     const void* self_addr, std::string* error);
 void StopMemoryHooks();
-bool MemoryHooksActive();
 // Fork child only, after StopMemoryHooks: a thread that is gone may have left a half-written
 // record in the event ring; the next StartMemoryHooks allocates a fresh ring (old one leaked).
 void ForgetEventRingAfterFork();
 
-engine::MpscRing* MemoryEventRing();
+transport::MpscRing* MemoryEventRing();
 memory::HeapCounters& Heap();
 MemoryHookStats HookStats();
 
-// The calling thread is part of peakline (the aggregator): its allocations are not counted.
+// The calling thread is part of peakline (the tick thread, the stager): its allocations are
+// not counted.
 void MarkCurrentThreadInternal();
 
 class SymbolPatcher;

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "engine/cpu_signal_handler.h"
+#include "cpu/cpu_signal_handler.h"
 #include "hooks/allocation_hooks.h"
 #include "hooks/dlopen_search.h"
 #include "hooks/symbol_patcher.h"
@@ -105,19 +105,23 @@ F Real(F& f) {
   return __atomic_load_n(&f, __ATOMIC_RELAXED);
 }
 
-int HookSigaction(int signo, const struct sigaction* act, struct sigaction* old) {
-  if (engine::IsCpuSamplingSignal(signo)) {
-    engine::ProgramSignalAction(act, old);
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+
+// sigaction() through `real` (one of libc's two names for it), except for the sampling
+// signal, whose disposition is the program's record (cpu::ProgramSignalAction).
+int SigactionVia(SigactionFn& real, int signo, const struct sigaction* act,
+                 struct sigaction* old) {
+  if (cpu::IsCpuSamplingSignal(signo)) {
+    cpu::ProgramSignalAction(act, old);
     return 0;
   }
-  return Real(g_real.sigaction)(signo, act, old);
+  return Real(real)(signo, act, old);
+}
+int HookSigaction(int signo, const struct sigaction* act, struct sigaction* old) {
+  return SigactionVia(g_real.sigaction, signo, act, old);
 }
 int HookSigaction2(int signo, const struct sigaction* act, struct sigaction* old) {
-  if (engine::IsCpuSamplingSignal(signo)) {
-    engine::ProgramSignalAction(act, old);
-    return 0;
-  }
-  return Real(g_real.sigaction2)(signo, act, old);
+  return SigactionVia(g_real.sigaction2, signo, act, old);
 }
 
 // signal() for the sampling signal with glibc's semantics: BSD (handler stays, restarted
@@ -133,25 +137,28 @@ SignalHandler ProgramSignal(int signo, SignalHandler handler, bool sysv) {
     sigaddset(&act.sa_mask, signo);
     act.sa_flags = SA_RESTART;
   }
-  engine::ProgramSignalAction(&act, &old);
+  cpu::ProgramSignalAction(&act, &old);
   return old.sa_handler;
 }
 
+using SignalFn = SignalHandler (*)(int, SignalHandler);
+
+// signal() through `real` (one of libc's four names for it), except for the sampling signal.
+SignalHandler SignalVia(SignalFn& real, int signo, SignalHandler handler, bool sysv) {
+  if (cpu::IsCpuSamplingSignal(signo)) return ProgramSignal(signo, handler, sysv);
+  return Real(real)(signo, handler);
+}
 SignalHandler HookSignal(int signo, SignalHandler handler) {
-  if (engine::IsCpuSamplingSignal(signo)) return ProgramSignal(signo, handler, false);
-  return Real(g_real.signal)(signo, handler);
+  return SignalVia(g_real.signal, signo, handler, false);
 }
 SignalHandler HookBsdSignal(int signo, SignalHandler handler) {
-  if (engine::IsCpuSamplingSignal(signo)) return ProgramSignal(signo, handler, false);
-  return Real(g_real.bsd_signal)(signo, handler);
+  return SignalVia(g_real.bsd_signal, signo, handler, false);
 }
 SignalHandler HookSysvSignal(int signo, SignalHandler handler) {
-  if (engine::IsCpuSamplingSignal(signo)) return ProgramSignal(signo, handler, true);
-  return Real(g_real.sysv_signal)(signo, handler);
+  return SignalVia(g_real.sysv_signal, signo, handler, true);
 }
 SignalHandler HookSysvSignal2(int signo, SignalHandler handler) {
-  if (engine::IsCpuSamplingSignal(signo)) return ProgramSignal(signo, handler, true);
-  return Real(g_real.sysv_signal2)(signo, handler);
+  return SignalVia(g_real.sysv_signal2, signo, handler, true);
 }
 
 __attribute__((noinline)) void* HookDlopen(const char* file, int flags) {

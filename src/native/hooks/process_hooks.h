@@ -3,7 +3,7 @@
 // SymbolPatcher (symbol_patcher.h), next to the allocation hooks' patcher.
 //
 // sigaction, __sigaction, signal, bsd_signal, sysv_signal, __sysv_signal. Calls for peakline's
-// sampling signal (engine/cpu_signal_handler.h) are the program's business: they are recorded
+// sampling signal (cpu/cpu_signal_handler.h) are the program's business: they are recorded
 // as the program's disposition and answered from it, so the program sees exactly what it
 // asked for while peakline's handler stays installed (the handler passes every arrival that
 // is not a tick on to that disposition). Every other signal goes to libc untouched. Python's

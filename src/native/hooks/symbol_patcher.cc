@@ -528,9 +528,4 @@ PatchStats SymbolPatcher::last_stats() const {
   return s;
 }
 
-SymbolPatcher& ProcessSymbolPatcher() {
-  static SymbolPatcher* const patcher = new SymbolPatcher();
-  return *patcher;
-}
-
 }  // namespace peakline::hooks

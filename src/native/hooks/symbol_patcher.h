@@ -104,8 +104,8 @@ class SymbolPatcher {
   SymbolPatcher() = default;
   SymbolPatcher(const SymbolPatcher&) = delete;
   SymbolPatcher& operator=(const SymbolPatcher&) = delete;
-  // Does not uninstall: a patcher that may still be installed must outlive its slots (use
-  // ProcessSymbolPatcher(), which is never destroyed).
+  // Does not uninstall: a patcher that may still be installed must outlive its slots (the
+  // allocation and process hooks allocate theirs once and never destroy them).
   ~SymbolPatcher() = default;
 
   // Resolves every original, then patches all loaded objects. `table` (n entries, names and
@@ -173,10 +173,6 @@ class SymbolPatcher {
   unsigned long long last_subs_ = 0;
   PatchStats stats_;
 };
-
-// The process-wide patcher the profiler's hooks use; constructed on first use, never
-// destroyed (slots may still point at replacements during exit).
-SymbolPatcher& ProcessSymbolPatcher();
 
 }  // namespace peakline::hooks
 

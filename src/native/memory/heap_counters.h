@@ -5,27 +5,21 @@
 // 170+ ns under contention, a per-thread delta about 5 ns.
 // The peak is checked at every flush, so it is exact to within threads x kFlushBytes.
 //
-// Also kept, for the memory timeline: the highest and lowest live value since the aggregator
+// Also kept, for the memory timeline: the highest and lowest live value since the session
 // last looked (with their times), so a spike or dip between two ticks is never lost.
 //
 // Thread safety: all members are atomics; Flush may run on any thread concurrently.
 #ifndef PEAKLINE_MEMORY_HEAP_COUNTERS_H_
 #define PEAKLINE_MEMORY_HEAP_COUNTERS_H_
 
-#include <time.h>
-
 #include <atomic>
 #include <cstdint>
+
+#include "cpu/clock.h"
 
 namespace peakline::memory {
 
 inline constexpr int64_t kFlushBytes = 64 * 1024;
-
-inline int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 struct HeapCounters {
   std::atomic<int64_t> live{0};
@@ -54,14 +48,14 @@ struct HeapCounters {
     // pair a value with a time a few microseconds off, which the timeline tolerates.
     int64_t v = window_max.load(std::memory_order_relaxed);
     if (now_live > v) {
-      *now_out = MonotonicNs();
+      *now_out = cpu::MonotonicNowNs();
       bool won = false;
       while (now_live > v && !(won = window_max.compare_exchange_weak(v, now_live, std::memory_order_relaxed))) {}
       if (won) window_max_time_ns.store(*now_out, std::memory_order_relaxed);
     }
     v = window_min.load(std::memory_order_relaxed);
     if (now_live < v) {
-      if (*now_out == 0) *now_out = MonotonicNs();
+      if (*now_out == 0) *now_out = cpu::MonotonicNowNs();
       bool won = false;
       while (now_live < v && !(won = window_min.compare_exchange_weak(v, now_live, std::memory_order_relaxed))) {}
       if (won) window_min_time_ns.store(*now_out, std::memory_order_relaxed);
@@ -70,7 +64,7 @@ struct HeapCounters {
     if (now_live <= p) return false;
     while (now_live > p && !peak.compare_exchange_weak(p, now_live, std::memory_order_relaxed)) {}
     if (now_live <= p) return false;
-    if (*now_out == 0) *now_out = MonotonicNs();
+    if (*now_out == 0) *now_out = cpu::MonotonicNowNs();
     peak_time_ns.store(*now_out, std::memory_order_relaxed);
     int64_t marked = last_marked_peak.load(std::memory_order_relaxed);
     const int64_t step = marked / 100 > (1 << 20) ? marked / 100 : (1 << 20);

@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "engine/zeroed_pages.h"
+#include "transport/zeroed_pages.h"
 
 namespace peakline::memory {
 
@@ -113,9 +113,9 @@ class SampledPointerTable {
 
   const size_t mask_;
   const unsigned shift_;
-  // Zero pages (engine/zeroed_pages.h): kEmpty is 0, so a fresh or reset table is empty.
-  engine::ZeroedPages<std::atomic<uintptr_t>> slots_;  // mask_+1+kWindow: the window never wraps
-  engine::ZeroedPages<std::atomic<uint8_t>> filter_;
+  // Zero pages (transport/zeroed_pages.h): kEmpty is 0, so a fresh or reset table is empty.
+  transport::ZeroedPages<std::atomic<uintptr_t>> slots_;  // mask_+1+kWindow: the window never wraps
+  transport::ZeroedPages<std::atomic<uint8_t>> filter_;
 };
 
 }  // namespace peakline::memory

@@ -181,7 +181,7 @@ def _cgroup_fields(throttling: Any) -> dict[str, Any]:
     seconds, periods = throttling
     return {"cgroup_throttled_s": float(seconds), "cgroup_throttled_periods": int(periods)}
 def _activity(raw: Any, frames: list, reported: list) -> dict[str, Any] | None:
-    """The core's time buckets (profile/time_buckets.h) as the profile's ``activity``: CPU
+    """The core's time buckets (aggregate/time_buckets.h) as the profile's ``activity``: CPU
     seconds per bucket and the main thread's line, as an index into ``lines``."""
     if not raw or not raw.get("buckets") or raw.get("width_ns", 0) <= 0:
         return None

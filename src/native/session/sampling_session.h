@@ -1,0 +1,234 @@
+// SamplingSession: one profiling session's thread registry and its background (tick) thread,
+// which turns the raw samples and memory events into the StackTable and the memory tables.
+//
+// Every tick (default 20 ms) it takes the GIL once and
+//   1. registers new Python threads (arming a CPU timer for each) and retires finished ones;
+//   2. measures each Python thread's off-CPU time since the last tick (wall delta minus CPU
+//      delta) and charges it, as wait time, to that thread's current stack — read directly,
+//      which is safe because no other thread can push or pop frames while we hold the GIL —
+//      then splits the run delay (runnable, not scheduled) off the wait charged since the
+//      last tick, from the kernel's per-thread counter (RunDelayMeter, thread_slot.h);
+//   3. drains every thread's ring and resolves (code, offset) pairs to lines.
+// Every 10th tick it also scans /proc/self/task for native threads (BLAS, torch workers) and
+// arms timers for them; their CPU is charged to the main thread's current stack.
+//
+// Guarded by the GIL: the slot table, the resolver and the stack table are touched only with
+// the GIL held (the tick, the final Drain() in Stop, and the code-dealloc hook).
+//
+// But holding the GIL is not enough on its own: processing calls back into Python (the file
+// filter, the torch probe), and Python code may hand the GIL to another thread half-way. So
+// one operation at a time owns the session (busy_). While it is suspended in a callback:
+//   * the tick thread skips its tick;
+//   * a code object freed by any thread is kept intact, not deallocated yet (see
+//     InstallCodeDeallocHook): the owner drains the samples that may name it when it is done,
+//     then forgets and frees it (EndOperation) — as it does for the objects freed while
+//     nothing was suspended;
+//   * Drain() (from Stop) waits, without the GIL, until the owner is done — unless the owner
+//     is the calling thread itself (a signal handler or finalizer run by one of its callbacks
+//     stopped the profile): then the final drain is skipped, as waiting would never end.
+// Code that calls into Python therefore never holds a reference or iterator into the tables
+// across the call: see ReportedFiles.
+#ifndef PEAKLINE_SESSION_SAMPLING_SESSION_H_
+#define PEAKLINE_SESSION_SAMPLING_SESSION_H_
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "aggregate/memory_aggregator.h"
+#include "aggregate/reported_files.h"
+#include "aggregate/stack_table.h"
+#include "aggregate/time_buckets.h"
+#include "cpu/thread_cpu_timer.h"
+#include "cpu/thread_slot.h"
+#include "gpu/gpu_aggregator.h"
+#include "python/code_resolver.h"
+#include "session/profiler.h"
+#include "transport/sample_record.h"
+
+namespace peakline::session {
+
+// What the binding asked for (profiler.h), plus what StartProfiler settles for the session.
+struct SamplingSessionConfig : ProfilerConfig {
+  size_t ring_bytes = 128 * 1024;  // each thread's sample ring
+  int signo = 0;                   // the sampling signal (cpu_signal_handler.h, CpuSamplingSignal)
+  int64_t start_ns = 0;            // the session's time zero, on CLOCK_MONOTONIC
+  std::unordered_set<pid_t> excluded_tids;  // peakline's own Python threads: never registered
+};
+
+struct SamplingSessionStats {
+  int64_t cpu_samples = 0;
+  int64_t wait_samples = 0;
+  int64_t dropped_samples = 0;
+  int64_t invalid_frames = 0;
+  int64_t truncated_stacks = 0;
+  int64_t ticks = 0;
+  int64_t timer_errors = 0;
+  int64_t skipped_ticks = 0;          // the tick found another operation suspended in Python
+  int64_t deferred_code_frees = 0;    // code objects freed while an operation was suspended
+  int64_t finished_threads = 0;       // threads whose CPU after their last sample was added
+  int64_t run_delay_readings = 0;     // reads of a thread's schedstat (SplitRunDelay)
+};
+
+struct ThreadSummary {
+  pid_t tid;
+  bool python;
+  int64_t cpu_ns;
+  int64_t wait_ns;       // off-CPU time less run delay: sleep, I/O, locks, the GIL
+  int64_t run_delay_ns;  // runnable but not scheduled (thread_slot.h, RunDelayMeter)
+};
+
+class SamplingSession {
+ public:
+  explicit SamplingSession(const SamplingSessionConfig& config);
+  ~SamplingSession();
+
+  // GIL held. Registers the calling thread's interpreter threads and starts the tick thread.
+  void Start();
+  // Called WITHOUT the GIL: stops and joins the tick thread, deletes all timers.
+  void StopThread();
+  // GIL held: final wait measurement and drain of everything still queued.
+  void Drain(bool measure_wait);
+  // GIL held, session running (a snapshot): an extra tick now, so that the tables hold what
+  // the threads queued up to this moment. Skipped while an operation is under way (suspended
+  // in a Python callback, maybe on this very thread): the tables then stand as of the last
+  // tick, which is consistent (no operation holds references into them across a callback).
+  void CatchUp();
+  // GIL held: thread tid is peakline's own (profiler.h, ExcludeCurrentThread). Never
+  // registered from now on; a slot it already has is retired and left out of Threads().
+  void Exclude(pid_t tid);
+
+  aggregate::StackTable& table() { return table_; }
+  const aggregate::StackTable& table() const { return table_; }
+  const aggregate::MemoryAggregator* memory() const { return memory_.get(); }
+  const gpu::GpuAggregator* gpu() const { return gpu_.get(); }
+  const SamplingSessionStats& stats() const { return stats_; }
+  bool busy() const { return busy_; }  // an operation is under way (maybe suspended)
+  const SamplingSessionConfig& config() const { return config_; }
+  std::vector<ThreadSummary> Threads() const;
+  // When the process used its CPU and which line its main thread was on (time_buckets.h).
+  const aggregate::TimeBuckets& activity() const { return activity_; }
+  int64_t DroppedSamples() const;
+
+  // GIL held, on thread tid itself (profiler.h, ThreadStarted / ThreadFinishing). Skipped
+  // while another operation is suspended (the tick then registers the thread as before).
+  void ThreadStarted(pid_t tid);
+  void ThreadFinishing(pid_t tid);
+
+  // GIL held, from the code-object deallocation hook. Keeps the object (returns true): the
+  // operation that owns the session — this call, or one suspended in a Python callback —
+  // resolves every pending sample while the object is intact, then frees it
+  // (EndOperation).
+  bool BeforeCodeFreed(PyObject* code);
+
+ private:
+  // One operation (a tick, the final drain, a code-object free) owns the session for its
+  // lifetime; the GIL is held throughout, except inside the Python callbacks it makes.
+  class OwnerScope {
+   public:
+    explicit OwnerScope(SamplingSession* a) : a_(a) {
+      a_->busy_ = true;
+      a_->owner_tid_ = cpu::CurrentTid();
+    }
+    ~OwnerScope() { a_->EndOperation(); }
+    OwnerScope(const OwnerScope&) = delete;
+    OwnerScope& operator=(const OwnerScope&) = delete;
+
+   private:
+    SamplingSession* a_;
+  };
+  // Frees the code objects kept meanwhile, each after draining the samples that may name it,
+  // then gives up ownership.
+  void EndOperation();
+  void DrainAll();
+
+  void Run();
+  // Owner only. scan_native: also look for new native threads.
+  void Tick(bool measure_wait, bool scan_native);
+  void RegisterPythonThreads();
+  // Registers the threads in `alive` not yet known, retires known ones not in it.
+  void ScanNativeThreads(const std::unordered_set<pid_t>& alive);
+  bool IsGpuPoller(pid_t tid) const {  // peakline's own NVML thread: never sampled
+    return gpu_ && gpu_->poller() && gpu_->poller()->thread_tid() == tid;
+  }
+  // first_within_ns > 0: the first expiry falls in (0, first_within_ns] instead of (0, interval]
+  // (a thread announced at its birth: see ThreadStarted).
+  cpu::ThreadSlot* Register(pid_t tid, bool python, int64_t first_within_ns = 0);
+  void Retire(cpu::ThreadSlot* slot);
+  void MeasureWait(cpu::ThreadSlot* slot, PyThreadState* ts, int64_t now_ns);
+  // Charges off_ns of off-CPU time to the thread's own stack `ids` (wait is never stitched),
+  // and notes it for the run-delay split. from_sample: by one of its samples (it ran).
+  void ChargeWait(cpu::ThreadSlot* slot, const std::vector<uint32_t>& ids, int64_t off_ns,
+                  bool from_sample);
+  // Moves the run delay part of the off-CPU time charged since the last reading from wait to
+  // run delay (RunDelayMeter), on the stacks it was charged to. Reads the thread's schedstat
+  // only when something was charged, and a blocked thread's only every 10th tick unless
+  // forced (its end, the session's end).
+  void SplitRunDelay(cpu::ThreadSlot* slot, bool force);
+  void DrainRing(cpu::ThreadSlot* slot);
+  void ProcessSample(cpu::ThreadSlot* slot, const transport::SampleHeader& header,
+                     const transport::RawFrame* frames);
+  void MainThreadStack(std::vector<uint32_t>* out);
+  void ResolveFrames(const transport::RawFrame* frames, int n, std::vector<uint32_t>* out);
+  // Work of a thread other than the main one, with no reported frame on its stack, is
+  // charged to the main thread's stack: appended to `ids` as its callers. main_frames: the
+  // main thread's stack read when the work happened (kForeignFrame frames); without them,
+  // its stack at the previous tick.
+  void StitchToMain(pid_t tid, std::vector<uint32_t>* ids, const transport::RawFrame* main_frames,
+                    int n_main);
+
+  const SamplingSessionConfig config_;
+  aggregate::StackTable table_;
+  python::CodeResolver resolver_;
+  aggregate::ReportedFiles reported_;
+  std::unique_ptr<aggregate::MemoryAggregator> memory_;
+  std::unique_ptr<gpu::GpuAggregator> gpu_;
+  SamplingSessionStats stats_;
+
+  std::unordered_map<pid_t, cpu::ThreadSlot*> slots_;  // live and retired-but-draining slots
+  std::unordered_map<pid_t, PyThreadState*> tstates_;  // refreshed every tick
+  std::vector<ThreadSummary> retired_;
+  pid_t own_tid_ = 0;
+  std::unordered_set<pid_t> excluded_tids_;  // peakline's own Python threads (GIL-guarded)
+  int64_t start_ticks_ = 0;                  // session start, clock ticks since boot
+  bool initial_threads_registered_ = false;  // later registrations are of new threads
+  std::unordered_set<pid_t> initial_tids_;   // the threads alive at the session's start
+  // Threads that reported their end (ThreadFinishing) and may still be alive for a moment:
+  // not registered again (a new slot would count their CPU from birth a second time).
+  std::unordered_set<pid_t> finished_tids_;
+  uint64_t seed_ = 0x2545F4914F6CDD1DULL;
+
+  std::vector<uint32_t> scratch_ids_;
+  std::vector<uint32_t> main_ids_;
+  std::vector<uint32_t> main_stack_;
+  aggregate::TimeBuckets activity_{config_.start_ns, config_.tick_ns};
+  bool main_stack_valid_ = false;
+  std::vector<uint32_t> stitch_stack_;  // the main thread's stack at the previous tick
+  bool stitch_stack_valid_ = false;
+  alignas(8) uint8_t record_[transport::kMaxRecordBytes];
+
+  bool busy_ = false;                 // an operation owns the session (GIL-guarded)
+  pid_t owner_tid_ = 0;               // the thread of that operation
+  std::vector<PyObject*> kept_codes_;  // freed while busy_: refcount 0, not yet deallocated
+
+  std::mutex mu_;  // guards stop_ for the condition variable
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool stopped_ = false;  // after StopThread: no new timers (GIL-guarded)
+  std::atomic<bool> thread_started_{false};
+  std::thread thread_;
+};
+
+}  // namespace peakline::session
+
+#endif  // PEAKLINE_SESSION_SAMPLING_SESSION_H_
