@@ -53,6 +53,7 @@
 #include "cpu/thread_slot.h"
 #include "gpu/gpu_aggregator.h"
 #include "python/code_resolver.h"
+#include "transport/mpsc_ring.h"
 #include "transport/sample_record.h"
 
 namespace peakline::session {
@@ -65,6 +66,9 @@ struct SamplingSessionConfig {
   pid_t main_tid = 0;
   int signo = 0;
   bool memory = false;            // drain the allocation hooks' events too
+  // The memory events' ring; nullptr: the allocation hooks' (aggregate/memory_aggregator.h).
+  // Set only by unit tests, which feed synthetic events (tests/native/session_harness.h).
+  transport::MpscRing* memory_events = nullptr;
   PyObject* file_filter = nullptr;  // borrowed; callable(filename) -> bool
   int64_t start_ns = 0;
   bool gpu = false;                 // poll NVML and charge GPU figures (gpu/gpu_aggregator.h)
