@@ -57,7 +57,10 @@ TEST_F(CodeLifetimeTest, ACodeObjectThatDiesWhileATickIsSuspendedInPythonIsKeptU
   Alloc(main_, 0x1000, 10, Own("a"));
   Alloc(main_, 0x2000, 64, Own("doomed"));
   ASSERT_FALSE(Call(harness_, "free_codes_at_next_filter_call"));
+  TakeLog();
   ASSERT_TRUE(Call(user_, "tick_x"));
+  // Deallocated only once the tick is done with the event that names it.
+  EXPECT_EQ(TakeLog(), (Strings{"asked user.py", "asked dynamic.py", "freed doomed"}));
   EXPECT_EQ(session_->stats().deferred_code_frees, 1);
   EXPECT_TRUE(WasFreed(Own("doomed").at(0).code));
   EXPECT_TRUE(Call(harness_, "freed"));  // by the end of the tick

@@ -75,19 +75,23 @@ def main_now():
 // Code objects that live and die on the tests' command: make_code compiles src as dynamic.py,
 // calls its function `name` once (which records its stack under that name) and keeps only the
 // function's code object, in `kept`; free_codes drops it (the last reference: the object is
-// deallocated then and there). push_when_freed: the code object's deallocation itself queues
-// an allocation event with the stack recorded under `name` (a weak-reference callback, run
-// during the deallocation, as a sample taken in it would be).
+// deallocated then and there). The deallocation runs a weak-reference callback, as it would
+// any code run during it (a sample, an allocation): it logs "freed NAME" and, with
+// push_when_freed, queues an allocation event with the stack recorded under `name`. The file
+// filter, reported(), logs "asked FILE" for every file it is asked about.
 inline constexpr const char* kHarnessPy = R"PY(import weakref
-kept, refs, on_filter = [], [], []
+kept, refs, on_filter, log = [], [], [], []
 def make_code(src, name, push_when_freed=False):
     ns = {}
     exec(compile(src, "dynamic.py", "exec"), ns)
     ns[name]()
     code = ns[name].__code__
     kept.append(code)
-    callback = (lambda ref: alloc(name, 0x7000, 8)) if push_when_freed else None
-    refs.append(weakref.ref(code, callback))
+    def when_freed(ref):
+        log.append("freed " + name)
+        if push_when_freed:
+            alloc(name, 0x7000, 8)
+    refs.append(weakref.ref(code, when_freed))
     ns.clear()
 def free_codes():
     kept.clear()
@@ -96,6 +100,7 @@ def freed():
 def free_codes_at_next_filter_call():
     on_filter.append(free_codes)
 def reported(filename):
+    log.append("asked " + filename)
     while on_filter:
         on_filter.pop()()
     return filename in ("user.py", "dynamic.py")
@@ -185,6 +190,17 @@ class SessionHarness : public testing::Test {
     const bool truth = PyObject_IsTrue(result) == 1;
     Py_DECREF(result);
     return truth;
+  }
+
+  // What harness.py logged since the last call (and forgets it).
+  static std::vector<std::string> TakeLog() {
+    std::vector<std::string> out;
+    PyObject* log = PyDict_GetItemString(harness_, "log");  // borrowed
+    for (Py_ssize_t i = 0; log != nullptr && i < PyList_Size(log); ++i) {
+      out.emplace_back(PyUnicode_AsUTF8(PyList_GetItem(log, i)));
+    }
+    if (log != nullptr) PyList_SetSlice(log, 0, PyList_Size(log), nullptr);
+    return out;
   }
 
   static std::map<std::string, Recorded>& recorded() {
