@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "embedded_python.h"
+
 namespace peakline::python {
 
 using transport::RawFrame;
@@ -148,14 +150,7 @@ top_name = getattr(dis, "_all_opname", dis.opname)[warm[3]]  # 3.10: no _all_opn
 class PythonFramesTest : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    PyConfig config;
-    PyConfig_InitIsolatedConfig(&config);
-#ifdef PEAKLINE_PYTHON_HOME
-    PyConfig_SetBytesString(&config, &config.home, PEAKLINE_PYTHON_HOME);
-#endif
-    PyStatus status = Py_InitializeFromConfig(&config);
-    PyConfig_Clear(&config);
-    ASSERT_FALSE(PyStatus_Exception(status)) << (status.err_msg ? status.err_msg : "");
+    ASSERT_EQ(testing_support::StartEmbeddedPython(), "");
     main_ = PyImport_AddModule("__main__");  // borrowed
     globals_ = PyModule_GetDict(main_);      // borrowed
     PyObject* fn = PyCFunction_New(&g_capture_def, nullptr);

@@ -18,19 +18,24 @@ constexpr size_t kMaxLinePoints = 64;
 }  // namespace
 
 MemoryAggregator::MemoryAggregator(StackTable* table, CodeResolver* resolver,
-                                   ReportedFiles* reported, int64_t start_ns, Stitch stitch)
+                                   ReportedFiles* reported, int64_t start_ns, Stitch stitch,
+                                   transport::MpscRing* events)
     : table_(table), resolver_(resolver), reported_(reported), stitch_(std::move(stitch)),
-      start_ns_(start_ns) {
+      events_(events), start_ns_(start_ns) {
   timeline_.push_back(TimePoint{0, 0});
 }
 
+transport::MpscRing* MemoryAggregator::Events() const {
+  return events_ != nullptr ? events_ : hooks::MemoryEventRing();
+}
+
 void MemoryAggregator::StartStaging() {
-  stager_.Start(hooks::MemoryEventRing(), hooks::MarkCurrentThreadInternal);
+  stager_.Start(Events(), hooks::MarkCurrentThreadInternal);
 }
 
 void MemoryAggregator::Drain() {
   // Staged records are drained even when the ring is gone (a fork child forgets it).
-  stager_.Drain(hooks::MemoryEventRing(), [this](const uint8_t* record, size_t n) {
+  stager_.Drain(Events(), [this](const uint8_t* record, size_t n) {
     transport::MemoryEvent ev;
     if (n == SIZE_MAX || n < sizeof(ev)) {
       ++invalid_events_;

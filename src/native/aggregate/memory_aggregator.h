@@ -54,15 +54,18 @@ class MemoryAggregator {
   // SamplingSession::StitchToMain).
   using Stitch = std::function<void(pid_t tid, std::vector<uint32_t>* ids,
                                     const transport::RawFrame* main_frames, int n_main)>;
+  // events: where the events come from; nullptr: the allocation hooks' ring
+  // (hooks::MemoryEventRing(), asked at each use: the hooks create it after the session, and a
+  // fork child forgets it). A unit test passes a ring it writes synthetic events into.
   MemoryAggregator(StackTable* table, python::CodeResolver* resolver, ReportedFiles* reported,
-                   int64_t start_ns, Stitch stitch);
+                   int64_t start_ns, Stitch stitch, transport::MpscRing* events);
 
-  // GIL held, after the hooks started: starts the thread that stages the hooks' ring while
+  // GIL held, after the hooks started: starts the thread that stages the events' ring while
   // the GIL is held elsewhere (transport/event_stager.h). StopStaging joins it (GIL released or
   // held: it never takes the GIL).
   void StartStaging();
   void StopStaging() { stager_.Stop(); }
-  // GIL held: drain what was staged, then the hooks' ring.
+  // GIL held: drain what was staged, then the events' ring.
   void Drain();
   // GIL held: once per tick — global timeline point(s) and per-line timeline points.
   void OnTick(int64_t now_ns);
@@ -86,6 +89,7 @@ class MemoryAggregator {
     int64_t weight;
   };
 
+  transport::MpscRing* Events() const;
   void Process(const transport::MemoryEvent& ev, const transport::RawFrame* frames);
   int32_t AttributionLine(const std::vector<uint32_t>& frame_ids);
   void Touch(StackCounters& c) {
@@ -107,6 +111,7 @@ class MemoryAggregator {
   python::CodeResolver* resolver_;
   ReportedFiles* reported_;
   Stitch stitch_;
+  transport::MpscRing* const events_;  // nullptr: the allocation hooks' ring
   const int64_t start_ns_;
   uint64_t peak_epoch_ = 1;
   int64_t peak_events_ = 0;

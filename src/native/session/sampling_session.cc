@@ -142,7 +142,8 @@ SamplingSession::SamplingSession(const SamplingSessionConfig& config)
         &table_, &resolver_, &reported_, config_.start_ns,
         [this](pid_t tid, std::vector<uint32_t>* ids, const RawFrame* main_frames, int n_main) {
           StitchToMain(tid, ids, main_frames, n_main);
-        });
+        },
+        config_.memory_events);
   }
   if (config_.gpu) {
     std::string why;

@@ -54,6 +54,7 @@
 #include "gpu/gpu_aggregator.h"
 #include "python/code_resolver.h"
 #include "session/profiler.h"
+#include "transport/mpsc_ring.h"
 #include "transport/sample_record.h"
 
 namespace peakline::session {
@@ -63,6 +64,9 @@ struct SamplingSessionConfig : ProfilerConfig {
   size_t ring_bytes = 128 * 1024;  // each thread's sample ring
   int signo = 0;                   // the sampling signal (cpu_signal_handler.h, CpuSamplingSignal)
   int64_t start_ns = 0;            // the session's time zero, on CLOCK_MONOTONIC
+  // The memory events' ring; nullptr: the allocation hooks' (aggregate/memory_aggregator.h).
+  // Set only by unit tests, which feed synthetic events (tests/native/session_harness.h).
+  transport::MpscRing* memory_events = nullptr;
   std::unordered_set<pid_t> excluded_tids;  // peakline's own Python threads: never registered
 };
 

@@ -1,0 +1,358 @@
+// SessionHarness: a sampling session whose GIL-side aggregation the test drives by hand, in an
+// embedded interpreter (session/sampling_session.h, aggregate/memory_aggregator.h).
+//
+// Real: the interpreter, its code objects, and the frames — read from Python functions the
+// tests call, by the same readers the signal handler and the allocation hooks use (a thread's
+// own stack, and the main thread's stack as another thread reads it); the session's code
+// resolver, file filter, stitching to the main thread, memory aggregation and, when a test
+// installs it, the code-object deallocation hook. Synthetic: the memory events. The test
+// writes them into a ring of its own (SamplingSessionConfig::memory_events), in the order it
+// chooses, and a tick drains them — called from Python, so that the main thread is on a known
+// line when it runs.
+//
+// The session is never started (no tick thread, no stager thread); its main thread is the
+// test's. Its first tick arms a CPU timer for it, with a signal whose default action is to
+// ignore it (SIGURG) and an hour-long interval: no sample ever disturbs a test.
+#ifndef PEAKLINE_TESTS_NATIVE_SESSION_HARNESS_H_
+#define PEAKLINE_TESTS_NATIVE_SESSION_HARNESS_H_
+
+// Python.h first (it sets feature macros the standard headers read).
+#include "session/sampling_session.h"
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdarg>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cpu/native_thread_ids.h"
+#include "cpu/thread_cpu_timer.h"
+#include "embedded_python.h"
+#include "python/python_frames.h"
+#include "transport/memory_event.h"
+#include "transport/mpsc_ring.h"
+
+namespace peakline::session {
+
+using aggregate::LineMemory;
+using aggregate::StackCounters;
+using aggregate::StackRow;
+using aggregate::StackTable;
+using cpu::CurrentTid;
+using cpu::MonotonicNowNs;
+using transport::MemoryEventType;
+using transport::MpscRing;
+using transport::RawFrame;
+
+// The programs the tests run. Lines are named by the tests as "file:line": keep them in sync.
+// lib.py is a library (not the user's code); user.py and dynamic.py are the user's.
+inline constexpr const char* kLibPy = R"PY(def via_one(key):
+    return record(key)
+def via_two(key):
+    return record(key)
+)PY";
+
+inline constexpr const char* kUserPy = R"PY(def site_a():
+    return record("a")
+def site_b():
+    return record("b")
+def site_shared(one):
+    return via_one("shared1") if one else via_two("shared2")
+def tick_x():
+    return tick()
+def tick_y():
+    return tick()
+def main_now():
+    return record("main")
+)PY";
+
+// Code objects that live and die on the tests' command: make_code compiles src as dynamic.py,
+// calls its function `name` once (which records its stack under that name) and keeps only the
+// function's code object, in `kept`; free_codes drops it (the last reference: the object is
+// deallocated then and there). The deallocation runs a weak-reference callback, as it would
+// any code run during it (a sample, an allocation): it logs "freed NAME" and, with
+// push_when_freed, queues an allocation event with the stack recorded under `name`. The file
+// filter, reported(), logs "asked FILE" for every file it is asked about.
+inline constexpr const char* kHarnessPy = R"PY(import weakref
+kept, refs, on_filter, log = [], [], [], []
+def make_code(src, name, push_when_freed=False):
+    ns = {}
+    exec(compile(src, "dynamic.py", "exec"), ns)
+    ns[name]()
+    code = ns[name].__code__
+    kept.append(code)
+    def when_freed(ref):
+        log.append("freed " + name)
+        if push_when_freed:
+            alloc(name, 0x7000, 8)
+    refs.append(weakref.ref(code, when_freed))
+    ns.clear()
+def free_codes():
+    kept.clear()
+def freed():
+    return all(ref() is None for ref in refs)
+def free_codes_at_next_filter_call():
+    on_filter.append(free_codes)
+def reported(filename):
+    log.append("asked " + filename)
+    while on_filter:
+        on_filter.pop()()
+    return filename in ("user.py", "dynamic.py")
+)PY";
+
+inline constexpr const char* kDoomedPy = R"PY(def doomed():
+    return record("doomed")
+)PY";
+
+class SessionHarness : public testing::Test {
+ protected:
+  // A thread other than the main one: memory events carry a thread id, and nothing in the
+  // session's memory path needs that thread to exist.
+  static constexpr pid_t kWorker = 4'000'000;
+
+  struct Recorded {
+    std::vector<RawFrame> own;      // the stack as its own thread reads it
+    std::vector<RawFrame> as_main;  // as another thread reads it (kForeignFrame frames)
+  };
+
+  static void SetUpTestSuite() {
+    ASSERT_EQ(testing_support::StartEmbeddedPython(), "");
+    cpu::RememberNativeThreadId(static_cast<unsigned long>(pthread_self()), CurrentTid());  // 3.10
+    PyObject* builtins = PyImport_ImportModule("builtins");
+    ASSERT_NE(builtins, nullptr);
+    static PyMethodDef defs[] = {{"record", Record, METH_O, nullptr},
+                                 {"tick", Tick, METH_NOARGS, nullptr},
+                                 {"alloc", AllocFromPython, METH_VARARGS, nullptr}};
+    for (PyMethodDef& def : defs) {
+      PyObject* fn = PyCFunction_New(&def, nullptr);
+      PyObject_SetAttrString(builtins, def.ml_name, fn);
+      Py_DECREF(fn);
+    }
+    Py_DECREF(builtins);
+    lib_ = Load(kLibPy, "lib.py", nullptr);
+    harness_ = Load(kHarnessPy, "harness.py", nullptr);
+    user_ = Load(kUserPy, "user.py", lib_);
+    ASSERT_TRUE(lib_ && harness_ && user_);
+  }
+  static void TearDownTestSuite() {
+    if (Py_IsInitialized()) Py_FinalizeEx();
+  }
+
+  void SetUp() override {
+    recorded().clear();
+    ring_ = std::make_unique<MpscRing>(64 * 1024);
+    SamplingSessionConfig c;
+    c.cpu_interval_ns = 3600'000'000'000;  // never fires in a test
+    c.sample_native_threads = false;
+    c.main_tid = CurrentTid();
+    c.signo = SIGURG;  // default action: ignored
+    c.memory = true;
+    c.memory_events = ring_.get();
+    c.file_filter = PyDict_GetItemString(harness_, "reported");  // borrowed
+    c.start_ns = MonotonicNowNs();
+    session_ = std::make_unique<SamplingSession>(c);
+    current_ = session_.get();
+  }
+  void TearDown() override {
+    current_ = nullptr;
+    session_.reset();
+    ring_.reset();
+  }
+
+  // Calls function `fn` of namespace ns; format and the rest build its arguments (as
+  // Py_BuildValue does, always a tuple: "(si)"). Returns whether the result is true.
+  static bool Call(PyObject* ns, const char* fn, const char* format = nullptr, ...) {
+    PyObject* f = PyDict_GetItemString(ns, fn);  // borrowed
+    EXPECT_NE(f, nullptr) << fn;
+    if (f == nullptr) return false;
+    PyObject* args = nullptr;
+    if (format != nullptr) {
+      va_list va;
+      va_start(va, format);
+      args = Py_VaBuildValue(format, va);
+      va_end(va);
+    } else {
+      args = PyTuple_New(0);
+    }
+    PyObject* result = args != nullptr ? PyObject_Call(f, args, nullptr) : nullptr;
+    Py_XDECREF(args);
+    if (result == nullptr) {
+      PyErr_Print();
+      ADD_FAILURE() << fn << "() raised";
+      return false;
+    }
+    const bool truth = PyObject_IsTrue(result) == 1;
+    Py_DECREF(result);
+    return truth;
+  }
+
+  // What harness.py logged since the last call (and forgets it).
+  static std::vector<std::string> TakeLog() {
+    std::vector<std::string> out;
+    PyObject* log = PyDict_GetItemString(harness_, "log");  // borrowed
+    for (Py_ssize_t i = 0; log != nullptr && i < PyList_Size(log); ++i) {
+      out.emplace_back(PyUnicode_AsUTF8(PyList_GetItem(log, i)));
+    }
+    if (log != nullptr) PyList_SetSlice(log, 0, PyList_Size(log), nullptr);
+    return out;
+  }
+
+  static std::map<std::string, Recorded>& recorded() {
+    static auto* r = new std::map<std::string, Recorded>();
+    return *r;
+  }
+  static const std::vector<RawFrame>& Own(const std::string& key) { return Get(key).own; }
+  static const std::vector<RawFrame>& AsMain(const std::string& key) { return Get(key).as_main; }
+  static std::vector<RawFrame> Concat(std::vector<RawFrame> a, const std::vector<RawFrame>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+
+  // Events, queued in the session's ring (drained at the next tick, or by the operation that a
+  // code object's deallocation starts).
+  static void Alloc(pid_t tid, uint64_t address, int64_t weight,
+                    const std::vector<RawFrame>& frames, uint8_t domain = transport::kDomainPython) {
+    Push(MemoryEventType::kAlloc, tid, address, weight, frames, domain);
+  }
+  static void Free(uint64_t address) {
+    Push(MemoryEventType::kFree, CurrentTid(), address, 0, {}, transport::kDomainNative);
+  }
+  static void Peak() { Push(MemoryEventType::kPeak, CurrentTid(), 0, 0, {}, 0); }
+
+  // "file:line" of each frame of a stack, leaf first.
+  std::vector<std::string> Lines(const std::vector<uint32_t>& frame_ids) const {
+    const StackTable& t = session_->table();
+    std::vector<std::string> out;
+    for (uint32_t id : frame_ids) {
+      const aggregate::FrameKey& f = t.frames()[id];
+      out.push_back(t.strings()[f.file_id] + ":" + std::to_string(f.lineno));
+    }
+    return out;
+  }
+  // The stacks of thread tid that allocations were charged to, in the order they appeared.
+  std::vector<std::vector<std::string>> AllocStacks(pid_t tid) const {
+    std::vector<std::vector<std::string>> out;
+    for (const StackRow& row : session_->table().stacks()) {
+      if (row.tid == tid && row.counters.alloc_samples > 0) out.push_back(Lines(row.frames));
+    }
+    return out;
+  }
+  // The counters of thread tid's stack made of exactly these frames ("file:line", leaf first).
+  const StackCounters& Stack(pid_t tid, const std::vector<std::string>& lines) const {
+    for (const StackRow& row : session_->table().stacks()) {
+      if (row.tid == tid && Lines(row.frames) == lines) return row.counters;
+    }
+    ADD_FAILURE() << "no stack " << testing::PrintToString(lines) << " for thread " << tid;
+    static const StackCounters none{};
+    return none;
+  }
+  // The memory of one line of the user's code ("file:line").
+  const LineMemory& Line(const std::string& where) const {
+    const StackTable& t = session_->table();
+    for (const LineMemory& l : session_->memory()->lines()) {
+      if (t.strings()[l.file_id] + ":" + std::to_string(l.lineno) == where) return l;
+    }
+    ADD_FAILURE() << "no line " << where;
+    static const LineMemory none{};
+    return none;
+  }
+  int64_t LiveAtPeak(pid_t tid, const std::vector<std::string>& lines) const {
+    return session_->memory()->LiveAtPeak(Stack(tid, lines));
+  }
+  int64_t LiveAtPeak(const std::string& where) const {
+    return session_->memory()->LiveAtPeak(Line(where));
+  }
+
+  static inline PyObject* lib_ = nullptr;      // globals of lib.py (kept for the whole run)
+  static inline PyObject* user_ = nullptr;     // of user.py
+  static inline PyObject* harness_ = nullptr;  // of harness.py
+  static inline SamplingSession* current_ = nullptr;  // what tick() and alloc() drive
+  static inline std::unique_ptr<MpscRing> ring_;
+  std::unique_ptr<SamplingSession> session_;
+
+ private:
+  // Runs src as file `name` in a new namespace (with lib's functions when `with` is given).
+  // The module's code object is kept alive: nothing a test records may name a freed one.
+  static PyObject* Load(const char* src, const char* name, PyObject* with) {
+    PyObject* ns = PyDict_New();
+    PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins());
+    if (with != nullptr) PyDict_Update(ns, with);
+    PyObject* code = Py_CompileString(src, name, Py_file_input);
+    PyObject* result = code != nullptr ? PyEval_EvalCode(code, ns, ns) : nullptr;
+    if (result == nullptr) {
+      PyErr_Print();
+      return nullptr;
+    }
+    Py_DECREF(result);
+    return ns;  // code leaked on purpose, with ns
+  }
+
+  static const Recorded& Get(const std::string& key) {
+    auto it = recorded().find(key);
+    if (it == recorded().end()) {
+      ADD_FAILURE() << "no stack recorded as " << key;
+      static const Recorded none{};
+      return none;
+    }
+    return it->second;
+  }
+
+  static void Push(MemoryEventType type, pid_t tid, uint64_t address, int64_t weight,
+                   const std::vector<RawFrame>& frames, uint8_t domain) {
+    transport::MemoryEvent ev{};
+    ev.type = type;
+    ev.domain = domain;
+    ev.nframes = static_cast<uint16_t>(frames.size());
+    ev.tid = tid;
+    ev.address = address;
+    ev.size = weight;
+    ev.weight = weight;
+    ev.time_ns = MonotonicNowNs();
+    static const RawFrame kNone[1] = {};  // never a null source, even for no bytes (as the hooks)
+    const bool written =
+        ring_->TryWrite(&ev, sizeof(ev), frames.empty() ? kNone : frames.data(),
+                        static_cast<uint32_t>(frames.size() * sizeof(RawFrame)));
+    EXPECT_TRUE(written) << "the test's event ring is full";
+  }
+
+  // record(key): stores the calling Python stack under key, read both ways.
+  static PyObject* Record(PyObject*, PyObject* key) {
+    const char* k = PyUnicode_AsUTF8(key);
+    if (k == nullptr) return nullptr;
+    constexpr int kMax = transport::kMaxFrames;
+    RawFrame frames[kMax];
+    Recorded r;
+    const python::StackRead own = python::ReadPythonStack(PyThreadState_Get(), frames, kMax);
+    r.own.assign(frames, frames + own.nframes);
+    const python::StackRead other = python::ReadOtherThreadStack(PyThreadState_Get(), frames, kMax);
+    r.as_main.assign(frames, frames + other.nframes);
+    recorded()[k] = std::move(r);
+    Py_RETURN_NONE;
+  }
+  // tick(): one tick of the session, now; returns whether it ran (not skipped).
+  static PyObject* Tick(PyObject*, PyObject*) {
+    if (current_ == nullptr) Py_RETURN_FALSE;
+    const int64_t before = current_->stats().ticks;
+    current_->CatchUp();
+    return PyBool_FromLong(current_->stats().ticks > before);
+  }
+  // alloc(key, address, weight): an allocation by the main thread, with the stack recorded as key.
+  static PyObject* AllocFromPython(PyObject*, PyObject* args) {
+    const char* key;
+    unsigned long long address;
+    long long weight;
+    if (!PyArg_ParseTuple(args, "sKL", &key, &address, &weight)) return nullptr;
+    Alloc(CurrentTid(), address, weight, Own(key));
+    Py_RETURN_NONE;
+  }
+};
+
+}  // namespace peakline::session
+
+#endif  // PEAKLINE_TESTS_NATIVE_SESSION_HARNESS_H_
