@@ -73,6 +73,9 @@ def parse_plain_options(tokens: Sequence[str], options: Sequence) -> dict | None
 
 # ---- json ----------------------------------------------------------------------------------
 
+_SHORT_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def json_text(value: object) -> str:
     """``json.dumps(value)`` for str, bool, int, float, None, lists, tuples and dicts with str
     keys (the children's options, a child's started marker); anything else (inf, nan, other
@@ -88,6 +91,8 @@ def json_text(value: object) -> str:
         for ch in value:
             if ch in '"\\':
                 out.append("\\" + ch)
+            elif ch in _SHORT_ESCAPES:
+                out.append(_SHORT_ESCAPES[ch])
             elif ch < " " or ch > "~":  # ASCII only, as json.dumps writes it
                 code = ord(ch)
                 if code > 0xFFFF:  # a surrogate pair
