@@ -152,4 +152,4 @@ def test_the_pytest_markers_options_shape_the_tests_profile(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     from peakline.model.profile_file import read_profile
     profile = read_profile(tmp_path / "profiles" / "test_inner.py_test_work.json")
-    assert profile.options.memory is False and profile.options.profile_all is True
+    assert not profile.has_memory and profile.options.profile_all is True
