@@ -208,7 +208,6 @@ def _stop(state: dict, *, exited: bool) -> dict:
 def _data(session, raw: dict, *, exited: bool, control_tid: int) -> dict:
     """What the attaching command needs to build the profile as if built here."""
     from peakline.model.selection import default_library_dirs
-    import time
 
     return {
         "raw": raw,
@@ -220,8 +219,7 @@ def _data(session, raw: dict, *, exited: bool, control_tid: int) -> dict:
             "argv": session.argv,
             "pid": os.getpid(),
             "started_at": session._started_wall,
-            "elapsed_s": (session._elapsed_s if session._raw is not None
-                          else time.perf_counter() - session.started_mono),
+            "elapsed_s": session.elapsed_s(),
             "exit_code": None,
             "options": session.options.as_profile_options(),
             "thread_names": session._thread_names.snapshot(),

@@ -34,13 +34,12 @@ if TYPE_CHECKING:
 
     F = TypeVar("F", bound=Callable[..., Any])
 
+from peakline import run_options
 from peakline.errors import ProfilerStateError
 from peakline.session import (
     DEFAULT_CPU_INTERVAL_S,
     DEFAULT_MEMORY_INTERVAL_BYTES,
     Session,
-    SessionOptions,
-    check_memory_sampling_interval,
     current_session,
 )
 
@@ -53,17 +52,18 @@ _active: _Run | None = None
 class _Run:
     """One API profiling run: the session, its child tracker, where the profile goes."""
 
-    def __init__(self, options: SessionOptions, *, outfile: str | None, children: bool,
-                 program: str) -> None:
-        self.session = Session(options, program=program, argv=list(sys.argv))
-        self.outfile = os.path.abspath(outfile) if outfile else None
+    def __init__(self, values, *, program: str) -> None:
+        self.session = Session(run_options.session_options(values), program=program,
+                               argv=list(sys.argv))
+        self.outfile = os.path.abspath(values.outfile) if values.outfile else None
         self.tracker = None
-        if children:
+        if values.children:
             from peakline.child import ChildTracker
             self.tracker = ChildTracker(self.session.options)  # as the session measures
 
     def start(self) -> None:
-        from peakline import runner  # before the session starts: not the program's memory
+        # Imported before the session starts: not measured as the program's memory.
+        from peakline import finishing, process_exits  # noqa: F401
 
         if self.tracker is not None:
             self.tracker.install()
@@ -74,7 +74,7 @@ class _Run:
                 self.tracker.uninstall()
                 self.tracker.collect(shutdown_executors=False)
             raise
-        runner.on_exec(self._before_exec)
+        process_exits.on_exec(self._before_exec)
 
     def _before_exec(self) -> None:
         """The process replaces itself (os.exec*): the profile so far is written first."""
@@ -86,58 +86,46 @@ class _Run:
 
     def stop(self):
         """Stops, builds the Profile (children merged), writes ``outfile`` if set."""
-        from peakline import runner
-        runner.remove_exec(self._before_exec)
+        from peakline import finishing, process_exits
+        process_exits.remove_exec(self._before_exec)
         if self.session.pid != os.getpid():  # inherited through fork: end the child's own
             from peakline import child
             child.finish_forked_child(None)
             return None
-        self.session.stop()
-        if self.tracker is not None:
-            self.tracker.uninstall()
-        profile = self.session.profile(exit_code=None)
-        if self.tracker is not None:
-            from peakline.model.merge import merge_processes
-
-            children, unfinished = self.tracker.collect()
-            if children or unfinished:
-                profile = merge_processes(profile, children, unfinished)
-        if self.outfile:
-            from peakline.model.profile_file import write_profile
-
-            write_profile(profile, self.outfile)
-        return profile
-
-
-def _options(cpu_only: bool, cpu_sampling_interval: float, memory_sampling_interval: int,
-             profile_all: bool, profile_only, profile_exclude) -> SessionOptions:
-    if not (0.001 <= cpu_sampling_interval <= 1.0):
-        raise ValueError("cpu_sampling_interval must be between 0.001 and 1 second")
-    if isinstance(memory_sampling_interval, float) and memory_sampling_interval.is_integer():
-        memory_sampling_interval = int(memory_sampling_interval)
-    check_memory_sampling_interval(memory_sampling_interval)
-    as_tuple = (lambda v: (v,) if isinstance(v, str) else tuple(v or ()))
-    return SessionOptions(cpu_sampling_interval_s=cpu_sampling_interval,
-                          profile_all=profile_all, profile_only=as_tuple(profile_only),
-                          profile_exclude=as_tuple(profile_exclude), memory=not cpu_only,
-                          memory_sampling_interval_bytes=memory_sampling_interval)
+        return finishing.finish_profile(self.session, self.tracker, exit_code=None,
+                                        outfile=self.outfile)
 
 
 def start(outfile: str | os.PathLike | None = None, *, cpu_only: bool = False,
           cpu_sampling_interval: float = DEFAULT_CPU_INTERVAL_S,
           memory_sampling_interval: int = DEFAULT_MEMORY_INTERVAL_BYTES,
           profile_all: bool = False, profile_only: Any = (), profile_exclude: Any = (),
-          children: bool = True, program: str | None = None) -> None:
+          gpu: bool | None = None, children: bool = True, program: str | None = None) -> None:
     """Starts profiling this process (CPU and memory unless ``cpu_only``).
 
+    The options are `peakline run`'s, by their API names (peakline/run_options.py, checked
+    the same way, with the same messages: ValueError naming the keyword).
     ``outfile``: where ``stop()`` writes the profile file (none if not given).
-    ``memory_sampling_interval``: mean bytes between two memory samples (attribution to lines;
-    totals and the peak are exact either way). ``children``: profile and merge the Python
-    processes started meanwhile. Raises ProfilerStateError if this process is already being
-    profiled (by the API, the CLI or a notebook magic)."""
+    ``cpu_sampling_interval``: seconds of each thread's CPU time between two samples, from
+    0.001 to 1. ``memory_sampling_interval``: mean bytes between two memory samples, a whole
+    number from 1024 to 2**40 (attribution to lines; totals and the peak are exact either
+    way). ``profile_all``, ``profile_only``, ``profile_exclude``: which files are reported
+    (a substring or a list of them). ``gpu``: None (on when a device is found), True, False.
+    ``children``: profile and merge the Python processes started meanwhile. Raises
+    ProfilerStateError if this process is already being profiled (by the API, the CLI or a
+    notebook magic)."""
+    values = run_options.from_keywords({
+        "outfile": outfile, "cpu_only": cpu_only, "cpu_sampling_interval": cpu_sampling_interval,
+        "memory_sampling_interval": memory_sampling_interval, "profile_all": profile_all,
+        "profile_only": profile_only, "profile_exclude": profile_exclude, "gpu": gpu,
+        "children": children})
+    start_values(values, program=program or _program_name())
+
+
+def start_values(values, *, program: str) -> None:
+    """``start()`` with options already parsed and checked (run_options: the magics read
+    them from their command line)."""
     global _active
-    options = _options(cpu_only, cpu_sampling_interval, memory_sampling_interval, profile_all,
-                       profile_only, profile_exclude)
     with _lock:
         if _active is not None and _active.session.pid != os.getpid():
             _active = None  # inherited through fork: the parent's run, not this process's
@@ -148,8 +136,7 @@ def start(outfile: str | os.PathLike | None = None, *, cpu_only: bool = False,
             child.step_aside_for_explicit_use("peakline.start")
         if _active is not None or current_session() is not None:
             raise ProfilerStateError("peakline is already profiling this process")
-        run = _Run(options, outfile=os.fspath(outfile) if outfile else None, children=children,
-                   program=program or _program_name())
+        run = _Run(values, program=program)
         run.start()
         _active = run
 

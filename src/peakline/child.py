@@ -18,10 +18,11 @@ Design and measurements: docs/processes.md. In short:
   the core to forget it (``_core.reset_after_fork``), and starts a fresh session there.
 * **The child's profile is written** when it ends: at interpreter exit (atexit), before
   ``os._exit`` (multiprocessing's fork children always end that way; see
-  ``runner.on_os_exit``), before ``os.exec*`` (the new image then runs unprofiled, without
-  peakline's environment: ``runner.on_exec``), and on SIGTERM (``Pool.terminate``,
-  ``with Pool() as p:``) when the child has no SIGTERM handler of its own. The session is
-  stopped before any of peakline's own work.
+  ``process_exits.on_os_exit``), before ``os.exec*`` (the new image then runs unprofiled,
+  without peakline's environment: ``process_exits.on_exec``), and on SIGTERM
+  (``Pool.terminate``, ``with Pool() as p:``) when the child has no SIGTERM handler of its
+  own: once, by peakline.finishing, like every profile. The session is stopped before any of
+  peakline's own work.
 * **Explicit use wins**: a child that runs ``peakline run`` or calls ``peakline.start()``
   makes its automatic session step aside (``step_aside_for_explicit_use``); the parent lists
   it as not merged, with the reason.
@@ -42,8 +43,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-from peakline import runner
+from peakline import finishing, process_exits, program_signals
 from peakline import session as _session
+from peakline._lean import json_text, temporary_bases
 from peakline.session import Session, SessionOptions
 
 CHILD_DIR_ENV = "PEAKLINE_CHILD_DIR"
@@ -159,13 +161,11 @@ def reclaim_stale_directories(base: str) -> int:
 
 def _private_directory(prefix: str) -> str:
     """A new directory only this user can use, in the temporary directory tempfile would
-    pick (TMPDIR, TEMP, TMP, /tmp, /var/tmp, /usr/tmp, the working directory), named after
-    this process (``PREFIX-PID-START-RANDOM``) so that a later run can tell it is stale and
-    remove it (reclaim_stale_directories) when this process ends without cleaning up. Not
-    tempfile.mkdtemp: tempfile brings shutil, random and the bz2/lzma modules, 1.5 MiB
-    resident for the whole run (peakline's own memory adds to the program's peak)."""
-    candidates = [os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
-    candidates += ["/tmp", "/var/tmp", "/usr/tmp", os.getcwd()]
+    pick (_lean.temporary_bases: tempfile itself would stay resident in the profiled
+    program), named after this process (``PREFIX-PID-START-RANDOM``) so that a later run
+    can tell it is stale and remove it (reclaim_stale_directories) when this process ends
+    without cleaning up."""
+    candidates = temporary_bases()
     error: OSError | None = None
     pid = os.getpid()
     owner = f"{pid}-{_start_ticks(pid) or 'x'}-"
@@ -323,9 +323,7 @@ class _OwnProfile:
         self.parent_pid = parent_pid
         self.kind = kind  # "exec" or "fork"
         self.pid = os.getpid()
-        self.written = False
-        self.writing = False
-        self.deferred_signal = 0  # a SIGTERM that came while writing: re-raised afterwards
+        self.once = finishing.WriteOnce()
 
     def write_started_marker(self, not_merged_reason: str | None = None) -> None:
         """``PID.started.json``: the parent lists a child that left no profile with this
@@ -337,96 +335,47 @@ class _OwnProfile:
         try:
             with open(os.path.join(self.directory, f"{self.pid}{STARTED_SUFFIX}"), "w",
                       encoding="utf-8") as f:
-                f.write(json_text(record))  # json_text: no json import in the child
+                f.write(json_text(record))
         except OSError:
             pass
 
     def finish(self, exit_code: int | None, *, at_exit: bool = False) -> None:
         """Stops profiling and writes the profile (once; only in the process that owns it).
-        The session is stopped before anything else, so none of peakline's own work (imports,
-        building and writing the profile) is measured as the program's.
 
         ``at_exit``: the interpreter is exiting. CPython dies by SIGINT after an uncaught
         KeyboardInterrupt only if no string was exec'd or eval'd since; building the profile
         does (dataclasses), so the interpreter's flag is read first and set again after."""
-        if self.written or self.pid != os.getpid():
-            return
-        self.written = self.writing = True
-        interrupted = False
+        self.once(self._finish, exit_code, at_exit)
+
+    def _finish(self, exit_code: int | None, at_exit: bool) -> None:
+        if self.session.running:
+            self.session.stop()
+        interrupted = at_exit and process_exits.unhandled_keyboard_interrupt()
         try:
-            if self.session.running:
-                self.session.stop()
-            interrupted = at_exit and runner.unhandled_keyboard_interrupt()
-            self._write(exit_code)
+            finishing.finish_profile(
+                self.session, exit_code=exit_code,
+                outfile=os.path.join(self.directory, f"{self.pid}{PROFILE_SUFFIX}"),
+                extra={"parent_pid": self.parent_pid, "process_kind": self.kind})
+        except OSError:
+            pass  # the parent already finished and removed the directory
+        except Exception as error:  # noqa: BLE001 - never fail the child's own exit
+            print(f"peakline: child {self.pid}: profile not built: {error}", file=sys.stderr)
         finally:
-            self.writing = False
             if interrupted:
-                runner.set_unhandled_keyboard_interrupt()
-        if self.deferred_signal:
-            signal.signal(self.deferred_signal, signal.SIG_DFL)
-            os.kill(os.getpid(), self.deferred_signal)
+                process_exits.set_unhandled_keyboard_interrupt()
 
     def step_aside(self, reason: str) -> None:
         """Stops this automatic session without a profile; the parent is told ``reason``."""
-        if self.written or self.pid != os.getpid():
-            return
-        self.written = True
+        self.once(self._step_aside, reason)
+
+    def _step_aside(self, reason: str) -> None:
         if self.session.running:
             self.session.stop()
         self.write_started_marker(not_merged_reason=reason)
 
-    def _write(self, exit_code: int | None) -> None:
-        from peakline.model.profile_file import write_profile
-
-        try:
-            profile = self.session.profile(exit_code=exit_code)
-        except Exception as error:  # noqa: BLE001
-            print(f"peakline: child {self.pid}: profile not built: {error}", file=sys.stderr)
-            return
-        profile.extra["parent_pid"] = self.parent_pid
-        profile.extra["process_kind"] = self.kind
-        try:
-            write_profile(profile, os.path.join(self.directory, f"{self.pid}{PROFILE_SUFFIX}"))
-        except OSError:
-            pass  # the parent already finished and removed the directory
-
 
 _own: _OwnProfile | None = None
 _handlers_installed_pid = 0
-
-
-def json_text(value: object) -> str:
-    """JSON for the session options (str, bool, int, float, None, lists, dicts with str keys),
-    written here: the json module (and the re module it loads) would otherwise be imported
-    into the profiled program just to pass the options to its children."""
-    if value is None or isinstance(value, bool):
-        return {None: "null", True: "true", False: "false"}[value]
-    if isinstance(value, int):
-        return int.__repr__(value)
-    if isinstance(value, float) and value - value == 0:  # finite
-        return float.__repr__(value)
-    if isinstance(value, str):
-        out = ['"']
-        for ch in value:
-            if ch in '"\\':
-                out.append("\\" + ch)
-            elif ch < " " or ch > "~":  # ASCII only, as json.dumps writes it
-                code = ord(ch)
-                if code > 0xFFFF:  # a surrogate pair
-                    code -= 0x10000
-                    out.append(f"\\u{0xD800 | (code >> 10):04x}\\u{0xDC00 | (code & 0x3FF):04x}")
-                else:
-                    out.append(f"\\u{code:04x}")
-            else:
-                out.append(ch)
-        out.append('"')
-        return "".join(out)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(json_text(v) for v in value) + "]"
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return "{" + ", ".join(f"{json_text(k)}: {json_text(v)}" for k, v in value.items()) + "}"
-    import json  # anything else (inf, nan, other types): the real encoder decides
-    return json.dumps(value)
 
 
 def _describe(argv: list[str]) -> str:
@@ -491,7 +440,7 @@ def bootstrap(sitecustomize_dir: str | None = None) -> None:
 def automatic_session() -> Session | None:
     """This child's automatic session while it runs here, else None."""
     own = _own
-    if own is None or own.pid != os.getpid() or own.written:
+    if own is None or not own.once.owned() or own.once.done:
         return None
     return own.session
 
@@ -509,8 +458,8 @@ def step_aside_for_explicit_use(how: str) -> None:
     _own = None
     own.step_aside(f"it profiled itself ({how}): its measurements are in the profile it wrote")
     # The explicit session installs its own exit handlers: take the child's out of its way.
-    runner.remove_os_exit(_on_os_exit)
-    runner.remove_exec(_on_exec)
+    process_exits.remove_os_exit(_on_os_exit)
+    process_exits.remove_exec(_on_exec)
     try:
         if signal.getsignal(signal.SIGTERM) is _on_sigterm:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -537,16 +486,10 @@ def _on_exec() -> None:
 
 
 def _on_sigterm(signum, frame) -> None:  # noqa: ARG001
-    # Unprofiled, SIGTERM kills the child at once: write what was measured, die the same way.
-    # It often comes while the profile is being written at exit (Pool.terminate after the
-    # workers got their stop sentinel): then the write finishes first, and re-raises it.
-    runner.sigterm_handler_started(signum)
-    if _own is not None and _own.writing and _own.pid == os.getpid():
-        _own.deferred_signal = signum
-        return
-    _finish_own(128 + signum)
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
+    # Write what was measured and die by the signal; while the profile is being written, the
+    # signal waits for the write (peakline.finishing).
+    own = _own
+    (own.once if own is not None else finishing.WriteOnce()).sigterm(signum, _finish_own)
 
 
 _on_sigterm._peakline_handler = True  # type: ignore[attr-defined]
@@ -562,12 +505,12 @@ def _install_exit_handlers() -> None:
         return
     _handlers_installed_pid = os.getpid()
     atexit.register(_at_exit)  # inherited through fork: _finish_own checks the pid
-    runner.on_os_exit(_on_os_exit)
-    runner.on_exec(_on_exec)
+    process_exits.on_os_exit(_on_os_exit)
+    process_exits.on_exec(_on_exec)
     try:
         current = signal.getsignal(signal.SIGTERM)
         if current == signal.SIG_DFL or is_peakline_handler(current):
-            runner.install_sigterm_handler(_on_sigterm)
+            program_signals.install_sigterm_handler(_on_sigterm)
     except ValueError:  # not the main thread
         pass
 

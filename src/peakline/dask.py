@@ -83,11 +83,14 @@ def profile(client, outfile: str | os.PathLike | None = None, **options: Any):
     """Profiles every worker of ``client``'s cluster for the duration of the block.
 
     ``options``: as for ``peakline.start`` (``cpu_only``, ``cpu_sampling_interval``,
-    ``memory_sampling_interval``, ``profile_all``, ``profile_only``, ``profile_exclude``).
+    ``memory_sampling_interval``, ``profile_all``, ``profile_only``, ``profile_exclude``,
+    ``gpu``; peakline/run_options.py), checked here before any worker starts.
     ``outfile``: where the merged profile is written (none if not given)."""
+    from peakline import run_options
     from peakline.model.merge import merge_profiles
     from peakline.model.profile import Profile
 
+    run_options.from_keywords(options)  # ValueError, TypeError: here, not on every worker
     result = Result()
     client.register_plugin(PeaklinePlugin(options), name=PLUGIN_NAME)
     try:

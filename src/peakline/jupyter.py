@@ -26,12 +26,14 @@ denominator of the cell's percentages.
   (escaped so that ``</script>`` cannot occur), and the script finds that element by a
   random id, never by a fixed one.
 
-Options are the command line's (`peakline run` / `peakline view`), same names and types:
-``-o/--outfile PATH``, ``--cpu-only``, ``--memory-sampling-interval BYTES`` (``512K``),
-``--cpu-sampling-rate SECONDS``, ``--profile-all``, ``--profile-only A,B``,
-``--profile-exclude A,B``, ``--all-lines``, ``--reduced-profile``, ``--cpu-percent-threshold
-PCT``, ``--malloc-threshold BYTES``. ``--reduced`` is the older spelling of
-``--reduced-profile`` and still works.
+Options are the command line's (`peakline run` / `peakline view`), same names, types,
+checks and messages, from the same declarations (peakline/run_options.py for what is
+measured, cli/options.py for the reports): ``-o/--outfile PATH``, ``--cpu-only``,
+``--memory-sampling-interval BYTES`` (``512K``), ``--cpu-sampling-rate SECONDS``,
+``--profile-all``, ``--profile-only A,B``, ``--profile-exclude A,B``, ``--gpu``/``--no-gpu``,
+``--no-children``, ``--all-lines``, ``--reduced-profile``, ``--cpu-percent-threshold PCT``,
+``--malloc-threshold BYTES``. ``--reduced`` is the older spelling of ``--reduced-profile``
+and still works.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ import shlex
 import sys
 import uuid
 
-from peakline import api
+from peakline import api, run_options
 from peakline.cli import options as _options
 from peakline.cli.options import Option
 
@@ -55,13 +57,12 @@ _JSON_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 
 
 def _magic_options() -> list[Option]:
-    from peakline.cli import run
-    wanted = {"outfile", "cpu_only", "memory_sampling_interval", "cpu_sampling_rate",
-              "profile_all", "profile_only", "profile_exclude"}
+    """What a run measures (run_options), how the report shows it (`peakline run`'s report
+    options), and the older spelling --reduced."""
     report = [o for o in _options.output_options(_options.RUN)
               if o.dest in ("all_lines", "reduced_profile", "cpu_percent_threshold",
                             "malloc_threshold")]
-    return [*(o for o in run.OPTIONS if o.dest in wanted), *report,
+    return [*run_options.cli_options(), *report,
             Option("--reduced", dest="reduced_profile", convert=None, const=True,
                    help="older spelling of --reduced-profile")]
 
@@ -70,6 +71,15 @@ def _parser():
     return _options.build_parser(_magic_options(), prog="%peakline",
                                  usage="%%%%peakline [options]   or   %%peakline [options] "
                                        "statement")  # argparse %-formats the usage
+
+
+def _checked(opts):
+    """``opts`` after the checks every surface makes; argparse's usage and error otherwise
+    (SystemExit, as for a bad option)."""
+    try:
+        return run_options.checked(opts, run_options.flag_name)
+    except ValueError as error:
+        _parser().error(str(error))
 
 
 def _split(line: str):
@@ -167,19 +177,14 @@ class _Magics:
         self.shell = shell
 
     def run(self, code: str, opts, label: str):
-        options = {"cpu_only": opts.cpu_only, "profile_all": opts.profile_all,
-                   "profile_only": _csv(opts.profile_only),
-                   "profile_exclude": _csv(opts.profile_exclude),
-                   "cpu_sampling_interval": opts.cpu_sampling_rate,
-                   "program": label, "children": True}
-        if opts.memory_sampling_interval:
-            options["memory_sampling_interval"] = opts.memory_sampling_interval
+        values = _options.Values(**vars(opts))
+        values.outfile = None  # written here, once the cells have their names
         filename = self._cell_filename(code)
         # The cell as IPython ran it is only the magic's call (`run_cell_magic(...)`): its
         # time is peakline's own start and stop, not the cell's, so it is not reported.
-        options["profile_exclude"] += self._magic_call_names(filename)
+        values.profile_exclude = (*opts.profile_exclude, *self._magic_call_names(filename))
         compiled = compile(code, filename, "exec")
-        api.start(None, **options)
+        api.start_values(values, program=label)
         try:
             exec(compiled, self.shell.user_ns)  # noqa: S102 - the user's own cell
         finally:
@@ -266,12 +271,13 @@ class _Magics:
         try:
             if cell is None:
                 opts, statement = _split(line)
+                _checked(opts)
                 if not statement:
                     print("usage: %peakline [options] statement   or   %%peakline [options]",
                           file=sys.stderr)
                     return None
                 return self.run(statement, opts, label)
-            opts = _parser().parse_args(shlex.split(line))
+            opts = _checked(_parser().parse_args(shlex.split(line)))
         except SystemExit:  # argparse printed the usage and the error (or --help)
             return None
         return self.run(cell, opts, label)
@@ -293,10 +299,6 @@ def rename_files(profile, renames: dict[str, str]) -> None:
     profile.files = {renames.get(name, name): record for name, record in profile.files.items()}
     profile.stacks.frames = [(renames.get(f[0], f[0]), *f[1:]) if f else f
                              for f in profile.stacks.frames]
-
-
-def _csv(value: str) -> tuple[str, ...]:
-    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
 
 
 def load_ipython_extension(ipython) -> None:

@@ -8,7 +8,9 @@ plugin were not installed (one marker lookup per test).
   test's call (not its fixtures' set-up) and fails it when a budget is exceeded; the failure
   message is the budget report with the lines responsible. Budget names and values are those
   of `peakline check` (peakline.gates.budgets); ``baseline="old.json"`` and ``tolerance``
-  compare with a saved profile.
+  compare with a saved profile. The marker also takes what ``peakline.start`` takes
+  (``cpu_only=True``, ``memory_sampling_interval=65536``, ...: peakline/run_options.py),
+  checked as the API checks them.
 * ``--peakline``: profile every test; the terminal summary lists the tests with the largest
   peaks and the longest times. ``--peakline-dir DIR``: keep one profile per test there.
   ``--peakline-budget max_peak=1GB`` (repeatable): a budget for every profiled test (a
@@ -130,20 +132,28 @@ def peakline_profile(request: pytest.FixtureRequest) -> ProfileFixture:
 _FIXTURE = pytest.StashKey[ProfileFixture]()
 
 
-def _marker_budgets(item: pytest.Item) -> dict[str, Any] | None:
+def _marker_budgets(item: pytest.Item) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the marker's budgets, its profiling options), both empty without the marker."""
     marker = item.get_closest_marker(_MARKER)
     if marker is None:
-        return None
+        return {}, {}
+    from peakline import run_options
     from peakline.errors import UsageError
     from peakline.gates.budgets import convert_all
 
     if marker.args:
         raise UsageError(f"@pytest.mark.{_MARKER} takes budgets as keyword arguments, e.g. "
                          "max_peak='200MB'")
-    values = convert_all(marker.kwargs, source=f"@pytest.mark.{_MARKER}")
+    options = {k: v for k, v in marker.kwargs.items() if k in run_options.BY_KEYWORD}
+    try:
+        run_options.from_keywords(options)
+    except ValueError as error:
+        raise UsageError(f"@pytest.mark.{_MARKER}: {error}") from None
+    values = convert_all({k: v for k, v in marker.kwargs.items() if k not in options},
+                         source=f"@pytest.mark.{_MARKER}")
     if "repeat" in values:
         raise UsageError(f"@pytest.mark.{_MARKER}: repeat is for `peakline check` only")
-    return values
+    return values, options
 
 
 @pytest.hookimpl(wrapper=True)
@@ -156,7 +166,8 @@ def pytest_runtest_call(item: pytest.Item):
     from peakline.errors import PeaklineError
 
     try:
-        budgets = {**state.budgets, **(_marker_budgets(item) or {})}
+        marked_budgets, options = _marker_budgets(item)
+        budgets = {**state.budgets, **marked_budgets}
     except PeaklineError as error:
         pytest.fail(f"peakline: {error}", pytrace=False)
     if uses_fixture:
@@ -176,7 +187,7 @@ def pytest_runtest_call(item: pytest.Item):
 
     if peakline.is_profiling():  # e.g. the whole run is under `peakline run -m pytest`
         return (yield)
-    peakline.start(program=item.nodeid)
+    peakline.start(**{"program": item.nodeid, **options})
     try:
         result = yield
     except BaseException:  # the test's own failure is its verdict; its profile is kept

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 from peakline.errors import ProfilerStateError
 from peakline import _cgroup
+from peakline._lean import all_opmap, free_threaded_build
 from peakline.interpreter import check_supported
 
 DEFAULT_CPU_INTERVAL_S = 0.01
@@ -83,13 +84,6 @@ class SessionOptions(namedtuple("_SessionOptions", _OPTION_DEFAULTS,
         }
 
 
-def free_threaded_build() -> bool:
-    """True on a free-threaded CPython build (3.14t, 3.15t: no GIL). Read from the
-    interpreter's own ABI flag "t", which the build sets together with sysconfig's
-    ``Py_GIL_DISABLED`` (sysconfig and its build data are not imported on the start path)."""
-    return "t" in getattr(sys, "abiflags", "")
-
-
 # Said once, on stderr, when a session that asked for memory profiling starts on such a build.
 FREE_THREADED_MEMORY_MESSAGE = ("peakline: memory profiling is not available on free-threaded "
                                 "CPython yet; profiling CPU time only")
@@ -101,21 +95,6 @@ def check_memory_sampling_interval(value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError(f"the memory sampling interval must be a whole number of bytes from "
                          f"{low} (1K) to {high} (1T), got {value!r}")
-
-
-def all_opmap() -> dict[str, int]:
-    """Every opcode of this interpreter by name, specialised forms included (what
-    ``dis._all_opmap`` holds), built from the small ``opcode`` module: dis itself is not
-    loaded into the profiled program for this."""
-    import opcode
-    table = dict(opcode.opmap)
-    specialized = getattr(opcode, "_specialized_opmap", None)  # 3.13+
-    if specialized is not None:
-        table.update(specialized)
-    else:  # 3.11, 3.12: the specialised forms fill the unnamed slots ("<N>"), in order
-        empty = [op for op, name in enumerate(opcode.opname) if name.startswith("<")]
-        table.update(zip(getattr(opcode, "_specialized_instructions", ()), empty))
-    return table
 
 
 # Specialised calls whose callee is always a Python function (3.11 to 3.15): the instruction
@@ -341,10 +320,11 @@ class Session:
         return (self._started_wall is not None and self._raw is None
                 and not self.forked_away)
 
-    @property
-    def started_mono(self) -> float:
-        """``time.perf_counter()`` when sampling started (the core's time zero)."""
-        return self._started_mono
+    def elapsed_s(self) -> float:
+        """Seconds since sampling started: so far while running, until stop once stopped."""
+        if self._raw is not None:
+            return self._elapsed_s
+        return max(0.0, time.perf_counter() - self._started_mono)
 
     def start(self) -> None:
         global _current

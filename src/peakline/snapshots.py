@@ -17,7 +17,7 @@ The snapshot signal (SIGUSR2 by default, only with --snapshot-every or --live, o
 --snapshot-signal; without them the program's signals stay its own) has a Python handler that only wakes the thread. The
 program does not see it: ``signal.getsignal`` reports the program's own disposition, and a
 handler the program installs is called by peakline's after the request, as the only handler
-would be (runner.py, "chained signals").
+would be (program_signals.py, "chained signals").
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ class SnapshotWriter:
 
 
 class SnapshotSignal:
-    """The snapshot signal's handler, chained to the program's (runner.py)."""
+    """The snapshot signal's handler, chained to the program's (program_signals.py)."""
 
     def __init__(self, signum: int, writer: SnapshotWriter) -> None:
         self.signum = signum
@@ -178,7 +178,7 @@ class SnapshotSignal:
         self.handler = self._make_handler()
 
     def _make_handler(self):
-        from peakline.runner import call_program_handler
+        from peakline.program_signals import call_program_handler
 
         writer, pid = self.writer, self.pid
 
@@ -191,12 +191,12 @@ class SnapshotSignal:
         return on_snapshot_signal
 
     def install(self) -> None:
-        from peakline import runner
+        from peakline import program_signals
 
-        runner.install_chained_handler(self.signum, self.handler)
+        program_signals.install_chained_handler(self.signum, self.handler)
 
     def uninstall(self) -> None:
-        from peakline import runner
+        from peakline import program_signals
 
-        runner.uninstall_chained_handler(self.signum, self.handler)
+        program_signals.uninstall_chained_handler(self.signum, self.handler)
 

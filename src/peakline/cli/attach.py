@@ -8,8 +8,8 @@ import os
 import sys
 import time
 
+from peakline import run_options
 from peakline.cli import options as _options
-from peakline.errors import UsageError
 
 DESCRIPTION = """\
 Attach to a running CPython process (3.11-3.13 through ptrace, 3.14+ through sys.remote_exec),
@@ -31,21 +31,19 @@ def _pid(text: str) -> int:
     return int(text)
 
 
+# What the attached session measures: `peakline run`'s options (peakline/run_options.py);
+# the process's children are its own business (it was not started by peakline).
+SESSION_OPTIONS = run_options.cli_options("outfile", "cpu_sampling_rate", "profile_all",
+                                          "profile_only", "profile_exclude", "cpu_only",
+                                          "memory_sampling_interval", "gpu")
+
+
 def build_parser():
     opts = [
         _options.Option("--duration", dest="duration", convert=_seconds, metavar="SECONDS",
                         help="profile this long, then detach (default: until Ctrl-C or the "
                              "process exits)"),
-        _options.Option("--outfile", dest="outfile", metavar="PATH",
-                        help="where the JSON profile goes (default: peakline-attach-PID.json)"),
-        _options.Option("--cpu-only", dest="cpu_only", convert=None, const=True, default=False,
-                        help="CPU time only: no allocation or copy hooks"),
-        _options.Option("--cpu-sampling-rate", dest="cpu_sampling_rate", convert=float,
-                        metavar="SECONDS", default=0.01, help="CPU sampling interval"),
-        _options.Option("--profile-all", dest="profile_all", convert=None, const=True,
-                        default=False, help="report every file, libraries included"),
-        _options.Option("--no-gpu", dest="gpu", convert=None, const=False, default=None,
-                        help="no GPU profiling"),
+        *SESSION_OPTIONS,
         _options.Option("--attach-timeout", dest="attach_timeout", convert=_seconds,
                         metavar="SECONDS", default=10.0,
                         help="how long the process's main thread may take to run peakline's "
@@ -69,19 +67,15 @@ def main(argv: list[str]) -> int:
     from peakline.attach import profile_for
     from peakline.model.profile_file import write_profile
     from peakline.reporters import check_output_path, check_outputs, render_outputs
-    from peakline.session import SessionOptions
 
-    if not 0.001 <= opts.cpu_sampling_rate <= 1.0:
-        raise UsageError("--cpu-sampling-rate must be between 0.001 and 1 second")
+    run_options.check_command_line(opts, SESSION_OPTIONS)
     outfile = os.path.abspath(opts.outfile or f"peakline-attach-{opts.pid}.json")
     check_output_path("--outfile", outfile)
     check_outputs(opts)
     if opts.live:
         from peakline.live.app import check_terminal
         check_terminal()
-    options = SessionOptions(cpu_sampling_interval_s=opts.cpu_sampling_rate,
-                             profile_all=opts.profile_all, memory=not opts.cpu_only,
-                             gpu=opts.gpu)
+    options = run_options.session_options(opts)
 
     def attached(attachment) -> None:
         how = "until Ctrl-C" if opts.duration is None else f"for {opts.duration:g} s"

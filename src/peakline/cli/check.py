@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 
+from peakline import run_options
 from peakline.cli import options as _options
 from peakline.cli import run as _run
 from peakline.cli.options import Option
@@ -73,39 +74,21 @@ CHECK_OPTIONS = [
 # `peakline run`'s options, less its --json (the profile JSON; here --json is the verdict).
 RUN_OPTIONS = [o for o in _run.OPTIONS if o.dest != "json"]
 OPTIONS = [*RUN_OPTIONS, *CHECK_OPTIONS]
-_CHECK_FLAGS = frozenset(f for o in CHECK_OPTIONS for f in o.flags)
 _VALUE_OPTIONS = _options.value_flags(OPTIONS)
 
 
 def parse_options(tokens: list[str]) -> _options.Values:
-    values = _options.parse(tokens, OPTIONS)
-    if values is None:
-        import argparse
-        parser = _options.build_parser(OPTIONS, prog="peakline check", description=DESCRIPTION,
-                                       usage=USAGE,
-                                       formatter_class=argparse.RawDescriptionHelpFormatter)
-        parser.error = _one_line_error
-        values = _options.Values(**vars(parser.parse_args(list(tokens))))
-    return values
-
-
-def _one_line_error(message: str):
-    raise UsageError(f"{message} (see `peakline check --help`)")
+    """argparse itself: this process only judges (the program runs in a child process)."""
+    import argparse
+    parser = _options.build_parser(OPTIONS, prog="peakline check", description=DESCRIPTION,
+                                   usage=USAGE, one_line_errors=True,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    return _options.parse_with_parser(tokens, parser)
 
 
 def run_tokens(tokens: list[str]) -> list[str]:
     """The tokens that are `peakline run`'s options (those of check dropped)."""
-    out, i = [], 0
-    while i < len(tokens):
-        flag = tokens[i].partition("=")[0] if tokens[i].startswith("--") else tokens[i]
-        takes_value = tokens[i] in _VALUE_OPTIONS
-        keep = flag not in _CHECK_FLAGS
-        if keep:
-            out.append(tokens[i])
-            if takes_value and i + 1 < len(tokens):
-                out.append(tokens[i + 1])
-        i += 2 if takes_value else 1
-    return out
+    return _options.split_tokens(tokens, CHECK_OPTIONS, _VALUE_OPTIONS)[1]
 
 
 def command_line_budgets(opts: _options.Values) -> dict:
@@ -153,6 +136,7 @@ def main(argv: list[str]) -> int:
         raise UsageError("no program to run: give a script path, -m module or --profile "
                          "(see `peakline check --help`)")
     _run.check_script(target)
+    run_options.check_command_line(opts)  # here, not only in the run: before any run starts
     budgets = _merged(opts, cli, script=target.script, module=target.module)
     baseline = _read_baseline(budgets, target.display)
     outfile = os.path.abspath(opts.outfile or _run.default_outfile(target))

@@ -44,19 +44,12 @@ OPTIONS = [
 ]
 
 
-def _one_line_error(message: str):
-    from peakline.errors import UsageError
-    raise UsageError(f"{message} (see `peakline compare --help`)")
-
-
 def main(argv: list[str]) -> int:
     try:
-        parser = _options.build_parser(OPTIONS, prog="peakline compare",
-                                       description=DESCRIPTION)
-        parser.add_argument("profiles", nargs="+", metavar="PROFILE.json",
-                            help="profiles written by peakline; the first is the reference")
-        parser.error = _one_line_error
-        opts = parser.parse_args(argv)
+        opts = _options.profiles_parser(
+            OPTIONS, prog="peakline compare", description=DESCRIPTION,
+            profiles_help="profiles written by peakline; the first is the reference",
+        ).parse_args(argv)
     except SystemExit as exc:  # argparse already printed usage / help
         return int(exc.code or 0)
     from peakline.errors import UsageError

@@ -30,18 +30,12 @@ OPTIONS = [
 ]
 
 
-def _one_line_error(message: str):
-    from peakline.errors import UsageError
-    raise UsageError(f"{message} (see `peakline merge --help`)")
-
-
 def main(argv: list[str]) -> int:
     try:
-        parser = _options.build_parser(OPTIONS, prog="peakline merge", description=DESCRIPTION)
-        parser.add_argument("profiles", nargs="+", metavar="PROFILE.json",
-                            help="profiles written by peakline run, the API or a worker plugin")
-        parser.error = _one_line_error
-        opts = parser.parse_args(argv)
+        opts = _options.profiles_parser(
+            OPTIONS, prog="peakline merge", description=DESCRIPTION,
+            profiles_help="profiles written by peakline run, the API or a worker plugin",
+        ).parse_args(argv)
     except SystemExit as exc:  # argparse already printed usage / help
         return int(exc.code or 0)
     check_output_path("--outfile", opts.outfile)

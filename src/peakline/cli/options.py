@@ -1,14 +1,18 @@
 """Command-line options, declared once, parsed without argparse on the common path.
 
 `peakline run` must add as little as it can to the program it runs, and argparse comes with
-re, gettext, locale and shutil (which imports zlib, bz2 and lzma): about 1.7 MiB resident in
-the profiled process, for a dozen options. So each option is declared once, as an `Option`;
-`parse` reads the plain forms itself (``--flag``, ``--name VALUE``, ``--name=VALUE``; an
-option given twice: the last wins, as argparse does), and gives up on anything else (--help,
-an abbreviated or unknown option, a value that does not convert or looks like an option).
-Then `parse_with_argparse` builds the argparse parser from the same declarations, which
-prints the usual help or error message. tests/python/test_cli_options.py checks that both
-read every command line the same way.
+re, gettext, locale and shutil (which imports zlib, bz2 and lzma), resident in the profiled
+process for a dozen options (peakline/_lean.py). So each option is declared once, as an
+`Option`; `parse` reads the plain forms itself (_lean.parse_plain_options: ``--flag``,
+``--name VALUE``, ``--name=VALUE``; an option given twice: the last wins, as argparse does),
+and gives up on anything else (--help, an abbreviated or unknown option, a value that does
+not convert or looks like an option). Then `parse_with_argparse` builds the argparse parser
+from the same declarations, which prints the usual help or error message.
+tests/python/test_cli_options.py checks that both read every command line the same way.
+Commands whose process is not profiled (check, sweep, attach, ...) use argparse itself.
+
+The options of a profiling run (what it measures) are declared in peakline/run_options.py,
+for the command line, the API and the Jupyter magics at once.
 
 The output options that `run` and `view` share are declared here too (`output_options`):
 one list, so the two commands cannot drift apart.
@@ -32,14 +36,20 @@ VIEW = "view"
 class Option:
     """One option. ``const`` options store ``const`` when given (``--cpu-only``); the others
     take one value, converted by ``convert`` (a ValueError from it is a usage error; for
-    float/int argparse words it as "invalid float value", otherwise the error's message)."""
+    float/int argparse words it as "invalid float value", otherwise the error's message).
+
+    The options of a profiling run (peakline/run_options.py) also carry the Python API's name
+    for themselves (``keyword``) and ``check``: what every value must pass after parsing,
+    whichever surface it came through (ValueError with the message every surface shows)."""
 
     __slots__ = ("flags", "dest", "convert", "default", "const", "is_const", "metavar", "help",
-                 "group")
+                 "group", "keyword", "check")
 
     def __init__(self, *flags: str, dest: str, convert: Callable[[str], object] | None = str,
                  default: object = None, const: object = None, metavar: str | None = None,
-                 help: str | None = None, group: str | None = None) -> None:  # noqa: A002
+                 help: str | None = None, group: str | None = None,  # noqa: A002
+                 keyword: str | None = None,
+                 check: Callable[[object], object] | None = None) -> None:
         self.flags = flags
         self.dest = dest
         self.is_const = convert is None
@@ -49,6 +59,8 @@ class Option:
         self.metavar = metavar
         self.help = help
         self.group = group
+        self.keyword = keyword
+        self.check = check
 
 
 class Values:
@@ -71,43 +83,49 @@ def value_flags(options: Iterable[Option]) -> frozenset[str]:
 
 def parse(tokens: Sequence[str], options: Sequence[Option]) -> Values | None:
     """The options in tokens, or None when argparse must decide (see the module doc)."""
-    by_flag = {f: o for o in options for f in o.flags}
-    values: dict[str, object] = {}
-    for o in options:
-        values.setdefault(o.dest, o.default)
+    from peakline._lean import parse_plain_options
+
+    values = parse_plain_options(tokens, options)
+    return None if values is None else Values(**values)
+
+
+def split_tokens(tokens: Sequence[str], options: Iterable[Option],
+                 value_flags: frozenset[str]) -> tuple[list[str], list[str]]:
+    """(the tokens of ``options``, with their values; the other tokens), in order, of a
+    command line already parsed; ``value_flags``: every flag of it that takes a value."""
+    flags = {f for o in options for f in o.flags}
+    theirs: list[str] = []
+    rest: list[str] = []
     i = 0
     while i < len(tokens):
-        token = tokens[i]
-        attached = token.startswith("--") and "=" in token
-        flag, _, value = token.partition("=") if attached else (token, "", "")
-        option = by_flag.get(flag)
-        if option is None:
-            return None
-        if option.is_const:
-            if attached:
-                return None  # argparse: "ignored explicit argument"
-            values[option.dest] = option.const
-        else:
-            if not attached:
-                if i + 1 >= len(tokens) or tokens[i + 1].startswith("-"):
-                    return None  # missing, or argparse's rules for option-like values
-                i += 1
-                value = tokens[i]
-            try:
-                values[option.dest] = option.convert(value)
-            except (ValueError, TypeError):
-                return None
-        i += 1
-    return Values(**values)
+        flag = tokens[i].partition("=")[0] if tokens[i].startswith("--") else tokens[i]
+        width = 2 if tokens[i] in value_flags else 1
+        (theirs if flag in flags else rest).extend(tokens[i:i + width])
+        i += width
+    return theirs, rest
 
 
-def build_parser(options: Sequence[Option], **parser_args):
+def parse_with_parser(tokens: Sequence[str], parser) -> Values:
+    """argparse's reading of tokens as Values (the commands whose process is not profiled
+    use argparse itself)."""
+    return Values(**vars(parser.parse_args(list(tokens))))
+
+
+def build_parser(options: Sequence[Option], *, one_line_errors: bool = False, **parser_args):
     """The argparse parser for the same options (help, errors, the uncommon forms), without
-    prefix abbreviations, answering other profilers' flags (see the module doc)."""
+    prefix abbreviations, answering other profilers' flags (see the module doc).
+    ``one_line_errors``: a bad command line raises UsageError (one line, exit status 2)
+    instead of printing the usage."""
     import argparse
 
     parser_args.setdefault("allow_abbrev", False)
     parser = _parser_class()(**parser_args)
+    if one_line_errors:
+        def error(message: str):
+            from peakline.errors import UsageError
+            raise UsageError(f"{message} (see `{parser.prog} --help`)")
+
+        parser.error = error
     groups: dict[str, argparse._ArgumentGroup] = {}
     defaults: dict[str, object] = {}
     for o in options:
@@ -194,6 +212,15 @@ def _parser_class():
     return Parser
 
 
+def profiles_parser(options: Sequence[Option], *, prog: str, description: str,
+                    profiles_help: str):
+    """The parser of a command that reads saved profiles (compare, merge): its options, then
+    one or more PROFILE.json."""
+    parser = build_parser(options, prog=prog, description=description, one_line_errors=True)
+    parser.add_argument("profiles", nargs="+", metavar="PROFILE.json", help=profiles_help)
+    return parser
+
+
 def _declared(parser) -> list[Option]:
     """The parser's own options as Options (flags and whether they take a value)."""
     out = []
@@ -207,7 +234,7 @@ def _declared(parser) -> list[Option]:
 
 def parse_with_argparse(tokens: Sequence[str], options: Sequence[Option], **parser_args) -> Values:
     """argparse's reading of tokens; SystemExit (after printing help or the error) as usual."""
-    return Values(**vars(build_parser(options, **parser_args).parse_args(list(tokens))))
+    return parse_with_parser(tokens, build_parser(options, **parser_args))
 
 
 def _argparse_type(convert: Callable[[str], object]):

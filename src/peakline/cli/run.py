@@ -6,13 +6,14 @@ import os
 import signal
 import sys
 
+from peakline import run_options
 from peakline.cli import options as _options
 from peakline.cli.options import Option
 from peakline.errors import UsageError
 from peakline.interpreter import check_supported
 from peakline.reporters import check_outputs
 from peakline.runner import Outcome, Target
-from peakline.session import DEFAULT_CPU_INTERVAL_S, Session, SessionOptions
+from peakline.session import Session, SessionOptions
 
 DESCRIPTION = """\
 Run a Python program under peakline. The program runs as __main__ with its own arguments,
@@ -25,46 +26,12 @@ Python's message and exit status, and no profile."""
 USAGE = "peakline run [options] (script.py | DIR | -m module) [args ...]"
 
 
-def memory_sampling_interval(text: str) -> int:
-    """--memory-sampling-interval: a byte size from 1K to 1T."""
-    from peakline.reporters._format import parse_byte_size
-    from peakline.session import MEMORY_INTERVAL_RANGE_BYTES
-
-    low, high = MEMORY_INTERVAL_RANGE_BYTES
-    return parse_byte_size(text, minimum=low, maximum=high)
-
-
 OPTIONS = [
     Option("-m", dest="module", metavar="MODULE", help="run a library module as a script"),
-    Option("-o", "--outfile", dest="outfile", metavar="PATH",
-           help="where to write the profile (default: peakline-<script>.json in the current "
-                "directory)"),
-    Option("--cpu-sampling-rate", dest="cpu_sampling_rate", convert=float,
-           default=DEFAULT_CPU_INTERVAL_S, metavar="SECONDS",
-           help="CPU sampling interval in seconds of each thread's CPU time "
-                f"(default: {DEFAULT_CPU_INTERVAL_S})"),
-    Option("--profile-all", dest="profile_all", convert=None, const=True, default=False,
-           help="report every file, libraries and the standard library included"),
-    Option("--profile-only", dest="profile_only", default="", metavar="A,B",
-           help="report only files whose path contains one of these substrings"),
-    Option("--profile-exclude", dest="profile_exclude", default="", metavar="A,B",
-           help="do not report files whose path contains one of these substrings"),
-    Option("--cpu-only", dest="cpu_only", convert=None, const=True, default=False,
-           help="profile CPU time only: no allocation hooks, no memory or copy columns"),
-    Option("--memory-sampling-interval", dest="memory_sampling_interval",
-           convert=memory_sampling_interval, default=512 * 1024, metavar="BYTES",
-           help="mean number of allocated bytes between two memory samples, from 1K to 1T "
-                "(accepts K, M, G, T suffixes; default: 512K). Smaller is more precise per "
-                "line and slower; allocations much larger than this are attributed exactly "
-                "either way"),
-    Option("--gpu", dest="gpu", convert=None, const=True,
-           help="profile the NVIDIA GPU through NVML (default: on when a device is found)"),
-    Option("--no-gpu", dest="gpu", convert=None, const=False, help="do not profile the GPU"),
+    # What the run measures: declared once for every surface (peakline/run_options.py).
+    *run_options.cli_options(),
     Option("--no-report", dest="no_report", convert=None, const=True, default=False,
            help="write the profile file only"),
-    Option("--no-children", dest="no_children", convert=None, const=True, default=False,
-           help="do not profile the Python processes the program starts (by default they are "
-                "profiled and merged into this report)"),
     Option("--snapshot-every", dest="snapshot_every", metavar="SECONDS",
            help="while the program runs, write the profile so far to the profile file every "
                 "SECONDS (atomically; the final profile replaces the last snapshot)"),
@@ -128,10 +95,6 @@ def split_command_line(argv: list[str], value_options: frozenset[str] = _VALUE_O
     return ours, Target(script=argv[i], args=argv[i + 1:])
 
 
-def _csv(value: str) -> tuple[str, ...]:
-    return tuple(v.strip() for v in value.split(",") if v.strip())
-
-
 def default_outfile(target: Target) -> str:
     if target.script is not None:
         stem = os.path.splitext(os.path.basename(target.script))[0] or "program"
@@ -147,16 +110,10 @@ def main(argv: list[str]) -> int:
         opts = parse_options(ours)
     except SystemExit as exc:  # argparse already printed usage / help
         return int(exc.code or 0)
-    if target is None:
-        if opts.module:
-            target = Target(module=opts.module)
-        else:
-            raise UsageError("no program to run: give a script path or -m module "
-                             "(see `peakline run --help`)")
+    target = program_to_run(target, opts, "run")
     check_script(target)
     check_supported()  # before the program runs, not after it
-    if not (0.001 <= opts.cpu_sampling_rate <= 1.0):
-        raise UsageError("--cpu-sampling-rate must be between 0.001 and 1 second")
+    run_options.check_command_line(opts)
     outfile = os.path.abspath(opts.outfile or default_outfile(target))
     # Nothing that cannot be written is found out after the run: the profile, the reports.
     check_profile_path(outfile, opts.outfile)
@@ -176,17 +133,20 @@ def main(argv: list[str]) -> int:
         from peakline.live.app import check_live
         opts.live_output = check_live(opts.live_output, outfile)
 
-    options = SessionOptions(
-        cpu_sampling_interval_s=opts.cpu_sampling_rate,
-        profile_all=opts.profile_all,
-        profile_only=_csv(opts.profile_only),
-        profile_exclude=_csv(opts.profile_exclude),
-        internal_files=(os.path.abspath(sys.argv[0]),) if sys.argv and sys.argv[0] else (),
-        memory=not opts.cpu_only,
-        memory_sampling_interval_bytes=opts.memory_sampling_interval,
-        gpu=opts.gpu,
-    )
+    options = run_options.session_options(
+        opts, internal_files=(os.path.abspath(sys.argv[0]),) if sys.argv and sys.argv[0] else ())
     return _profile_and_run(target, options, outfile, opts)
+
+
+def program_to_run(target: Target | None, opts: _options.Values, command: str) -> Target:
+    """The program a command line names: after the options, or as ``-m MODULE`` among them.
+    UsageError when it names none."""
+    if target is not None:
+        return target
+    if opts.module:
+        return Target(module=opts.module)
+    raise UsageError(f"no program to run: give a script path or -m module "
+                     f"(see `peakline {command} --help`)")
 
 
 def check_output_names(tokens: list[str]) -> None:
@@ -268,13 +228,13 @@ def check_profile_path(path: str, given: str | None) -> None:
 
 
 def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts) -> int:
-    from peakline import child, runner
+    from peakline import child, finishing, process_exits, program_signals, reserve, runner
 
     session = Session(options, program=target.display, argv=[target.display, *target.args])
-    tracker = None if opts.no_children else child.ChildTracker(session.options)
+    tracker = None if not opts.children else child.ChildTracker(session.options)
     main_pid = os.getpid()
-    written = False
-    writing = False
+    # The profile is written once, whichever end comes first (peakline.finishing).
+    write_once = finishing.WriteOnce()
     # Where peakline's own lines go: stderr as the program left it, or nowhere when the program
     # closed it (see _report_stream). Decided again when the program ends.
     report: list = [sys.stderr]
@@ -287,39 +247,25 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
             except (OSError, ValueError):
                 pass
 
-    def write_and_report(outcome: Outcome, *, finishing: bool = True) -> None:
-        nonlocal written, writing
-        if written:
-            return
-        written = writing = True
+    def write_and_report(outcome: Outcome, *, finishing_run: bool = True) -> None:
+        write_once(_write_and_report, outcome, finishing_run)
+
+    def _write_and_report(outcome: Outcome, finishing_run: bool) -> None:
         try:
-            _write_and_report(outcome, finishing)
+            reserve_held.release()
+            finish_long_running()
+            # On SIGTERM do not wait for joblib's idle workers: the process must die now.
+            profile = finishing.finish_profile(session, tracker, exit_code=outcome.exit_code,
+                                               outfile=outfile,
+                                               shutdown_executors=finishing_run)
+            _report(profile)
         except Exception as error:  # noqa: BLE001 - the program's exit status comes first
             say(f"peakline: error: the profile could not be written: "
                 f"{type(error).__name__}: {error}")
-        finally:
-            writing = False
 
-    def _write_and_report(outcome: Outcome, finishing: bool) -> None:
-        reserve.release()
-        finish_long_running()
-        if session.running:
-            session.stop()
-        profile = session.profile(exit_code=outcome.exit_code)
-        if tracker is not None:
-            tracker.uninstall()
-            # On SIGTERM do not wait for joblib's idle workers: the process must die now.
-            children, unfinished = tracker.collect(shutdown_executors=finishing)
-            if children or unfinished:
-                from peakline.model.merge import merge_processes
-                profile = merge_processes(profile, children, unfinished)
-        from peakline.model.profile_file import write_profile
-        write_profile(profile, outfile)
+    def _report(profile) -> None:
         from peakline.reporters import render_outputs
-        try:
-            sys.stdout.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
+        runner.flush_std_streams()
         stream = report[0]
         render_outputs(profile, opts,
                        text_stream=None if opts.no_report or stream is None else _Quiet(stream),
@@ -335,35 +281,31 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
                     f"imported; check the spelling, or leave it out to report every file "
                     f"of the program")
 
+    def finish_on_sigterm(status: int) -> None:
+        # A fork child inherits this handler: there it writes the child's own profile.
+        if os.getpid() == main_pid:
+            report[0] = _report_stream()
+            write_and_report(Outcome(status), finishing_run=False)
+        else:
+            child.finish_forked_child(status)
+
     def on_sigterm(signum, frame):  # noqa: ARG001
         # Unprofiled, SIGTERM kills the process at once (no cleanup runs); we write what was
-        # measured, then die by the same signal. A fork child inherits this handler: there it
-        # writes the child's own profile (peakline.child).
-        runner.sigterm_handler_started(signum)
-        if os.getpid() == main_pid:
-            if writing:  # the profile is being written: let it finish, then die by signum
-                deferred.append(signum)
-                return
-            report[0] = _report_stream()
-            write_and_report(Outcome(128 + signum), finishing=False)
-        else:
-            child.finish_forked_child(128 + signum)
-        runner._real_signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
+        # measured, then die by the same signal.
+        write_once.sigterm(signum, finish_on_sigterm)
 
     on_sigterm._peakline_handler = True  # type: ignore[attr-defined]
-    deferred: list[int] = []
 
     def on_os_exit(status: int) -> None:
         if os.getpid() == main_pid:
             report[0] = _report_stream()
             write_and_report(Outcome(status & 0xFF if isinstance(status, int) else 1),
-                             finishing=False)
+                             finishing_run=False)
 
     def on_exec() -> None:
         # The program replaces itself (os.execv ...): the profile of the part before.
         if os.getpid() == main_pid:
-            write_and_report(Outcome(None), finishing=False)  # type: ignore[arg-type]
+            write_and_report(Outcome(None), finishing_run=False)  # type: ignore[arg-type]
 
     # Snapshots and the live view (docs/long-running.md): their threads start before the
     # session, so the core never measures them.
@@ -395,8 +337,9 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
     # session (docs/processes.md, "peakline inside a profiled child").
     child.step_aside_for_explicit_use("peakline run")
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        runner.install_sigterm_handler(on_sigterm)
-    reserve = runner.reserve()  # descriptors and limits the profile needs, kept from the program
+        program_signals.install_sigterm_handler(on_sigterm)
+    # Descriptors and limits the profile needs, kept from the program.
+    reserve_held = reserve.reserve()
     if tracker is not None:
         tracker.install()
     if opts.snapshot_every is not None or snapshot_signal is not None:
@@ -413,11 +356,11 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
             tracker.uninstall()
             tracker.collect(shutdown_executors=False)
         raise
-    runner.on_os_exit(on_os_exit)
-    runner.on_exec(on_exec)
+    process_exits.on_os_exit(on_os_exit)
+    process_exits.on_exec(on_exec)
     outcome = runner.run(target)
-    runner.remove_os_exit(on_os_exit)
-    runner.remove_exec(on_exec)
+    process_exits.remove_os_exit(on_os_exit)
+    process_exits.remove_exec(on_exec)
     if os.getpid() != main_pid:
         # A child made by os.fork that returned instead of calling os._exit: it ends like the
         # unprofiled child would, with its own profile handed to the parent.
@@ -428,7 +371,7 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
         return outcome.exit_code
     # The program's last statement has run: none of its timers or handlers fire from now on.
     finish_long_running()
-    runner.stand_down_program_signals(keep=(on_sigterm,))
+    program_signals.stand_down_program_signals(keep=(on_sigterm,))
     report[0] = _report_stream()
     if session.running:  # not after an os.exec* that failed once the profile was written
         session.stop()
@@ -436,8 +379,8 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
     if not outcome.started:
         # Nothing ran (no such module, a syntax error): the interpreter's message and status,
         # no report, no profile file.
-        written = True
-        reserve.release()
+        write_once.close()
+        reserve_held.release()
         if tracker is not None:
             tracker.uninstall()
             tracker.collect(shutdown_executors=True)
@@ -446,11 +389,9 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
         if opts.gpu and session.gpu_unavailable_reason:
             say(f"peakline: --gpu: nothing measured ({session.gpu_unavailable_reason})")
         runner.report_uncaught(outcome)
-        write_and_report(outcome)  # a SIGTERM meanwhile is deferred until the profile is written
-    runner.uninstall_sigterm_handler(on_sigterm)
-    if deferred:
-        runner._real_signal(deferred[0], signal.SIG_DFL)
-        os.kill(os.getpid(), deferred[0])
+        # A SIGTERM meanwhile waits until the profile is written, then ends the process.
+        write_and_report(outcome)
+    program_signals.uninstall_sigterm_handler(on_sigterm)
     runner.finish(outcome)
     return outcome.exit_code
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from peakline import run_options
 from peakline.cli import options as _options
 from peakline.cli import run as _run
 from peakline.cli.options import Option
@@ -33,10 +34,11 @@ USAGE = ("peakline sweep --vary NAME=V1,V2,V3 [--vary NAME2=...] [--as env|arg] 
 
 # The options of `peakline run` that every run receives as given.
 PASSED_TO_RUNS = ("cpu_sampling_rate", "profile_all", "profile_only", "profile_exclude",
-                  "cpu_only", "memory_sampling_interval", "gpu", "no_children")
-RUN_OPTIONS = [o for o in _run.OPTIONS if o.dest in PASSED_TO_RUNS]
+                  "cpu_only", "memory_sampling_interval", "gpu", "children")
+RUN_OPTIONS = run_options.cli_options(*PASSED_TO_RUNS)
 
-# Given once per name, so read before the shared parser (whose rule is "the last one wins").
+# Given once per name (argparse's "append"), not declared as Options (whose rule is "the last
+# one wins").
 REPEATABLE = {"--vary": "vary", "--target": "targets"}
 
 
@@ -87,51 +89,11 @@ def split_command_line(argv: list[str]) -> tuple[list[str], Target | None]:
 
 
 def parse(tokens: list[str]) -> tuple[_options.Values, list[str]]:
-    """(the options, the tokens to hand to every run)."""
-    repeated: dict[str, list[str]] = {dest: [] for dest in REPEATABLE.values()}
-    rest: list[str] = []
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        flag, eq, value = tok.partition("=")
-        if flag in REPEATABLE:
-            if not eq:
-                i += 1
-                value = tokens[i]
-            repeated[REPEATABLE[flag]].append(value)
-        else:
-            rest.append(tok)
-        i += 1
-    values = _options.parse(rest, [*SWEEP_OPTIONS, *RUN_OPTIONS])
-    if values is None:  # help, an unknown or abbreviated option: argparse's words
-        values = _options.Values(**vars(_parser().parse_args(tokens)))
-        return values, _rebuild_run_tokens(values)
-    for dest, items in repeated.items():
-        setattr(values, dest, items)
-    passed = {f for o in RUN_OPTIONS for f in o.flags}
-    run_tokens = []
-    j = 0
-    while j < len(rest):
-        flag = rest[j].partition("=")[0]
-        takes_value = "=" not in rest[j] and flag in _options.value_flags(RUN_OPTIONS)
-        if flag in passed:
-            run_tokens.extend(rest[j:j + 1 + takes_value])
-        j += 1 + takes_value
-    return values, run_tokens
-
-
-def _rebuild_run_tokens(values: _options.Values) -> list[str]:
-    out: list[str] = []
-    for o in RUN_OPTIONS:
-        value = getattr(values, o.dest, o.default)
-        if value == o.default or value is None:
-            continue
-        if o.is_const:
-            if value == o.const:
-                out.append(o.flags[-1])
-        else:
-            out.append(f"{o.flags[-1]}={value}")
-    return out
+    """(the options, the tokens to hand to every run). argparse itself: this process only
+    starts the runs and fits."""
+    values = _options.parse_with_parser(tokens, _parser())
+    flags = _options.value_flags([*SWEEP_OPTIONS, *RUN_OPTIONS]) | set(REPEATABLE)
+    return values, _options.split_tokens(tokens, RUN_OPTIONS, frozenset(flags))[0]
 
 
 def default_outfile(target: Target) -> str:
@@ -147,12 +109,8 @@ def main(argv: list[str]) -> int:
     from peakline.sweep import params
     from peakline.sweep.runner import Plan, run_sweep
 
-    if target is None:
-        if opts.module:
-            target = Target(module=opts.module)
-        else:
-            raise UsageError("no program to run: give a script path or -m module "
-                             "(see `peakline sweep --help`)")
+    target = _run.program_to_run(target, opts, "sweep")
+    run_options.check_command_line(opts, RUN_OPTIONS)
     if not opts.vary:
         raise UsageError("nothing to vary: give --vary NAME=V1,V2,V3 (see `peakline sweep "
                          "--help`)")

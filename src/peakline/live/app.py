@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import os
 import select
-import sys
 import time
 
 from peakline.errors import UsageError
+from peakline.runner import flush_std_streams
 
 REFRESH_S = 1.0
 
@@ -230,12 +230,7 @@ class LiveRun:
             pass
 
     def _redirect_output(self) -> None:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                if stream is not None:
-                    stream.flush()
-            except (OSError, ValueError):
-                pass
+        flush_std_streams()
         out = os.open(self.output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
                       | os.O_CLOEXEC, 0o666)
         try:
@@ -254,12 +249,7 @@ class LiveRun:
         with self._lock:  # type: ignore[union-attr]
             if not self._saved_fds:
                 return
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    if stream is not None:
-                        stream.flush()
-                except (OSError, ValueError):
-                    pass
+            flush_std_streams()
             for fd, saved in self._saved_fds:
                 try:
                     os.dup2(saved, fd)

@@ -45,42 +45,47 @@ def _source_line(filename: str, lineno: int) -> str:
         return ""
 
 
-def cpu_table(profile: Profile, rows: int) -> Table:
-    table = Table(title="Hottest lines by CPU", title_justify="left", expand=True,
-                  show_edge=False, pad_edge=False)
+def _line_table(profile: Profile, rows: int, title: str, columns: tuple[str, ...], key,
+                cells, shown=None) -> Table:
+    """The ``rows`` lines with the largest ``key(line)``, while ``shown(line)`` (default: that
+    key is above zero): where each is, ``cells(line)`` under ``columns``, and its code."""
+    table = Table(title=title, title_justify="left", expand=True, show_edge=False,
+                  pad_edge=False)
     table.add_column("line", no_wrap=True, ratio=2)
-    table.add_column("CPU", justify="right", no_wrap=True)
-    table.add_column("%", justify="right", no_wrap=True)
-    table.add_column("wait", justify="right", no_wrap=True)
+    for name in columns:
+        table.add_column(name, justify="right", no_wrap=True)
     table.add_column("code", no_wrap=True, ratio=5, overflow="ellipsis")
-    total = profile.totals.cpu_s
-    ranked = sorted(profile.lines(), key=lambda fl: (-fl[1].cpu_s, fl[0], fl[1].lineno))
+    shown = shown or (lambda line: key(line) > 0)
+    ranked = sorted(profile.lines(), key=lambda fl: (-key(fl[1]), fl[0], fl[1].lineno))
     for filename, line in ranked[:rows]:
-        if line.cpu_s <= 0:
+        if not shown(line):
             break
-        share = f"{100 * line.cpu_s / total:.0f}%" if total > 0 else ""
-        table.add_row(_where(filename, line.lineno, 28), short_s(line.cpu_s), share,
-                      short_s(line.wait_s), _source_line(filename, line.lineno))
+        table.add_row(_where(filename, line.lineno, 28), *cells(line),
+                      _source_line(filename, line.lineno))
     return table
+
+
+def cpu_table(profile: Profile, rows: int) -> Table:
+    total = profile.totals.cpu_s
+
+    def cells(line) -> tuple[str, ...]:
+        share = f"{100 * line.cpu_s / total:.0f}%" if total > 0 else ""
+        return short_s(line.cpu_s), share, short_s(line.wait_s)
+
+    return _line_table(profile, rows, "Hottest lines by CPU", ("CPU", "%", "wait"),
+                       lambda line: line.cpu_s, cells)
 
 
 def memory_table(profile: Profile, rows: int) -> Table | Text:
     if not profile.has_memory:
         return Text("Memory: not measured (--cpu-only)")
-    table = Table(title="Lines holding the most memory now", title_justify="left", expand=True,
-                  show_edge=False, pad_edge=False)
-    table.add_column("line", no_wrap=True, ratio=2)
-    table.add_column("holds", justify="right", no_wrap=True)
-    table.add_column("allocated", justify="right", no_wrap=True)
-    table.add_column("code", no_wrap=True, ratio=5, overflow="ellipsis")
-    ranked = sorted(profile.lines(), key=lambda fl: (-(fl[1].net_bytes or 0), fl[0], fl[1].lineno))
-    for filename, line in ranked[:rows]:
-        if (line.net_bytes or 0) <= 0:
-            break
+
+    def cells(line) -> tuple[str, ...]:
         allocated = (line.alloc_python_bytes or 0) + (line.alloc_native_bytes or 0)
-        table.add_row(_where(filename, line.lineno, 28), human_bytes(line.net_bytes or 0),
-                      human_bytes(allocated), _source_line(filename, line.lineno))
-    return table
+        return human_bytes(line.net_bytes or 0), human_bytes(allocated)
+
+    return _line_table(profile, rows, "Lines holding the most memory now",
+                       ("holds", "allocated"), lambda line: line.net_bytes or 0, cells)
 
 
 def threads_table(profile: Profile, rows: int) -> Table:
@@ -101,19 +106,11 @@ def gpu_table(profile: Profile, rows: int) -> Table | Text:
     gpu = profile.gpu
     if gpu is None:
         return Text("GPU: none measured")
-    table = Table(title=f"GPU {gpu.device_name or ''}: lines by GPU time", title_justify="left",
-                  expand=True, show_edge=False, pad_edge=False)
-    table.add_column("line", no_wrap=True, ratio=2)
-    table.add_column("GPU busy", justify="right", no_wrap=True)
-    table.add_column("GPU memory", justify="right", no_wrap=True)
-    table.add_column("code", no_wrap=True, ratio=5, overflow="ellipsis")
-    ranked = sorted(profile.lines(), key=lambda fl: (-(fl[1].gpu_util_s or 0), fl[0], fl[1].lineno))
-    for filename, line in ranked[:rows]:
-        if (line.gpu_util_s or 0) <= 0 and (line.gpu_peak_bytes or 0) <= 0:
-            break
-        table.add_row(_where(filename, line.lineno, 28), short_s(line.gpu_util_s or 0),
-                      human_bytes(line.gpu_peak_bytes or 0), _source_line(filename, line.lineno))
-    return table
+    return _line_table(
+        profile, rows, f"GPU {gpu.device_name or ''}: lines by GPU time",
+        ("GPU busy", "GPU memory"), lambda line: line.gpu_util_s or 0,
+        lambda line: (short_s(line.gpu_util_s or 0), human_bytes(line.gpu_peak_bytes or 0)),
+        shown=lambda line: (line.gpu_util_s or 0) > 0 or (line.gpu_peak_bytes or 0) > 0)
 
 
 def timeline(profile: Profile, width: int) -> Text:

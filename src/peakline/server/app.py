@@ -254,19 +254,12 @@ async def put_budgets(request: Request) -> Response:
 
 @reader
 async def get_run(request: Request) -> Response:
-    run_id = _path_int(request, "run_id")
-    run = await run_in_threadpool(store.run, settings(request).engine, run_id)
-    if run is None:
-        raise ApiError(404, f"no run {run_id}")
-    return JSONResponse(run)
+    return JSONResponse(await stored_run(request, store.run))
 
 
 @reader
 async def get_run_profile(request: Request) -> Response:
-    run_id = _path_int(request, "run_id")
-    stored = await run_in_threadpool(store.run_profile, settings(request).engine, run_id)
-    if stored is None:
-        raise ApiError(404, f"no run {run_id}")
+    stored = await stored_run(request, store.run_profile)
     return JSONResponse(stored[0].to_dict())
 
 
@@ -325,11 +318,15 @@ def _int_query(request: Request, name: str, default: int, low: int, high: int) -
     return value
 
 
-def _path_int(request: Request, name: str) -> int:
-    value = request.path_params[name]
-    if not 0 < value < 2**62:
-        raise ApiError(404, f"no run {value}")
-    return value
+async def stored_run(request: Request, fetch):
+    """``fetch(engine, run_id)`` (store.run, store.run_profile) for the run the path names;
+    404 when there is no such run."""
+    run_id = request.path_params["run_id"]
+    if 0 < run_id < 2**62:
+        found = await run_in_threadpool(fetch, settings(request).engine, run_id)
+        if found is not None:
+            return found
+    raise ApiError(404, f"no run {run_id}")
 
 
 # ---- the application ----------------------------------------------------------------------

@@ -201,20 +201,14 @@ async def set_budgets_form(request: Request) -> Response:
 
 async def run_page(request: Request) -> Response:
     await _reads_allowed(request)
-    run_id = api._path_int(request, "run_id")
-    run = await run_in_threadpool(store.run, _engine(request), run_id)
-    if run is None:
-        raise api.ApiError(404, f"no run {run_id}")
+    run = await api.stored_run(request, store.run)
     return page("run.html", title=f"{run['model']} {run['version']}", run=run,
                 answer=api.verdict_answer(run))
 
 
 async def run_report(request: Request) -> Response:
     await _reads_allowed(request)
-    run_id = api._path_int(request, "run_id")
-    stored = await run_in_threadpool(store.run_profile, _engine(request), run_id)
-    if stored is None:
-        raise api.ApiError(404, f"no run {run_id}")
+    stored = await api.stored_run(request, store.run_profile)
     return HTMLResponse(await run_in_threadpool(_report_html, *stored),
                         headers={"Content-Security-Policy": REPORT_POLICY})
 
