@@ -41,6 +41,8 @@ __all__ = [  # the records are defined in peakline.model.records, importable fro
 FORMAT_NAME = "peakline"
 FORMAT_VERSION = 1  # major version; additive changes (new fields) do not bump it
 
+HEADER_FIELDS = ("format", "version")  # first in every file, checked before the rest
+
 # The run-wide objects kept as plain dicts (their keys, as docs/profile-format.md lists them).
 ACTIVITY_FIELDS = ("bucket_s", "cpu_s", "lines", "main_line")
 SUBMITTED_WORK_FIELDS = ("lines", "unlinked_cpu_s")
@@ -161,7 +163,7 @@ class Profile(_Record):
         try:
             obj = _object(data, "")
             _check_header(obj)
-            body = {k: v for k, v in obj.items() if k not in ("format", "version")}
+            body = {k: v for k, v in obj.items() if k not in HEADER_FIELDS}
             return cls._from_json(body, "")
         except _Invalid as error:
             raise _format_error(source, error.where, error.problem) from None

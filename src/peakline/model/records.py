@@ -182,9 +182,13 @@ class Stacks(_Record):
 
 @record
 class Options(_Record):
+    """How the run was profiled: the sampling interval and the file selection; ``memory`` and
+    the memory sampling interval asked for where a session wrote them."""
+
     _FIELDS = (_Field("cpu_sampling_interval_s", _seconds, default=0.01),
                _Field("profile_all", _bool, default=False),
-               _listed("profile_only", _str), _listed("profile_exclude", _str))
+               _listed("profile_only", _str), _listed("profile_exclude", _str),
+               _optional("memory", _bool), _optional("memory_sampling_interval_bytes", _count))
 
 
 @record
