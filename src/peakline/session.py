@@ -239,7 +239,9 @@ def sampling_warning(raw: dict[str, Any], process_cpu_ns: int,
                 "peakline's back; CPU figures are incomplete")
     if not sample_native_threads:
         return None
-    sampled_ns = sum(thread[2] for thread in raw.get("threads", ()))
+    from peakline.model.raw import Thread
+
+    sampled_ns = sum(Thread(*row).cpu_ns for row in raw.get("threads", ()))
     missing_ns = process_cpu_ns - sampled_ns
     if (missing_ns > _MISSING_CPU_MIN_S * 1e9
             and sampled_ns < _SAMPLED_CPU_SHARE_MIN * process_cpu_ns):
