@@ -100,7 +100,8 @@ def test_every_row_a_session_sends_has_the_declared_fields(session_data, which):
     assert all(0 <= i < len(frames) for s in stacks for i in s.frames)
     assert any(f.function == "work" for f in frames)
     assert sum(raw.Thread(*row).cpu_ns for row in data["threads"]) > 0
-    assert sum(raw.MemoryStack(*row).alloc_native_bytes for row in data["memory"]["stacks"]) > 0
+    memory = [raw.MemoryStack(*row) for row in data["memory"]["stacks"]]
+    assert sum(m.alloc_python_bytes + m.alloc_native_bytes for m in memory) >= 1_000_000
 
 
 @pytest.mark.parametrize("which", ["running", "final"])
