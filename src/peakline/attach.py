@@ -320,12 +320,14 @@ def _remote_exec(pid: int, code: str, directory: str) -> str:
 
 def _without_thread(raw: dict, tid: int) -> dict:
     """The raw data without the agent's control thread (it only waits on its socket)."""
+    from peakline.model.raw import Stack, Thread
+
     if not tid:
         return raw
-    keep = [i for i, row in enumerate(raw.get("stacks", ())) if row[0] != tid]
+    keep = [i for i, row in enumerate(raw.get("stacks", ())) if Stack(*row).tid != tid]
     out = dict(raw)
     out["stacks"] = [raw["stacks"][i] for i in keep]
-    out["threads"] = [t for t in raw.get("threads", ()) if t[0] != tid]
+    out["threads"] = [t for t in raw.get("threads", ()) if Thread(*t).tid != tid]
     if raw.get("memory") is not None:
         memory = dict(raw["memory"])
         memory["stacks"] = [raw["memory"]["stacks"][i] for i in keep]

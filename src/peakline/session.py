@@ -22,6 +22,9 @@ from peakline.errors import ProfilerStateError
 from peakline import _cgroup
 from peakline._lean import all_opmap, free_threaded_build
 from peakline.interpreter import check_supported
+# Imported with the session, not when it stops: making its row types execs code, which would
+# reset the interpreter's "uncaught KeyboardInterrupt" flag at exit (child.py, finish).
+from peakline.model.raw import Thread
 
 DEFAULT_CPU_INTERVAL_S = 0.01
 DEFAULT_MEMORY_INTERVAL_BYTES = 512 * 1024
@@ -218,7 +221,7 @@ def sampling_warning(raw: dict[str, Any], process_cpu_ns: int,
                 "peakline's back; CPU figures are incomplete")
     if not sample_native_threads:
         return None
-    sampled_ns = sum(thread[2] for thread in raw.get("threads", ()))
+    sampled_ns = sum(Thread(*row).cpu_ns for row in raw.get("threads", ()))
     missing_ns = process_cpu_ns - sampled_ns
     if (missing_ns > _MISSING_CPU_MIN_S * 1e9
             and sampled_ns < _SAMPLED_CPU_SHARE_MIN * process_cpu_ns):

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import sysconfig
-from dataclasses import dataclass
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -27,7 +26,8 @@ from peakline.model import (
     read_profile,
     write_profile,
 )
-from peakline.model.profile import _count, _Field, _Invalid
+from peakline.model.checks import _count, _Invalid
+from peakline.model import schema
 from peakline.reporters import json_report
 
 # ---- round trips --------------------------------------------------------------------------
@@ -73,11 +73,11 @@ def test_unknown_fields_survive_read_then_write(app_profile):
 
 
 def test_known_optional_fields_are_validated_when_present_and_omitted_when_none():
-    # The mechanism later memory/GPU fields use: a dataclass field + a non-required _Field.
-    @dataclass
+    # The mechanism later memory/GPU fields use: one more optional field in the record's
+    # declaration, which makes the model's attribute too.
+    @schema.record
     class NpuLine(LineRecord):
-        npu_bytes: int | None = None
-        _FIELDS = LineRecord._FIELDS + (_Field("npu_bytes", _count, required=False),)
+        _FIELDS = LineRecord._FIELDS + (schema._optional("npu_bytes", _count),)
 
     base = {"lineno": 3, "cpu_python_s": 0, "cpu_native_s": 0, "cpu_system_s": 0,
             "wait_s": 0, "samples": 1}

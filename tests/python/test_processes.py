@@ -141,7 +141,7 @@ def test_merge_adds_lines_counts_processes_and_keeps_the_largest_peak(build, app
     assert {t.tid for t in merged.threads} == {1, 2}
     # each thread names its process (both processes' threads would otherwise read alike)
     by_tid = {t.tid: t for t in merged.threads}
-    assert by_tid[2].name.endswith("(pid 4243)") and by_tid[2].extra["pid"] == 4243
+    assert by_tid[2].name.endswith("(pid 4243)") and by_tid[2].pid == 4243
     assert by_tid[1].name.endswith(f"(pid {parent.pid})")
     # frame ids of the child's stack were re-indexed into the merged frame table
     child_stack = next(s for s in merged.stacks.samples if s.thread == 2)

@@ -3,9 +3,13 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "attach/ptrace_injector.h"
 #include "cpu/native_thread_ids.h"
@@ -54,83 +58,154 @@ void WatchSignal(int signo) {
   }
 }
 
+// ---- The raw contract (docs/internals-raw-samples.md) --------------------------------------
+// Every row collect() hands to Python is a plain tuple: cheap to make, and what `marshal`
+// carries from an attached process. Each row kind is declared once, below, as its columns:
+// a field's name beside the member it reads. The rows are built from these lists and
+// raw_fields() exports their names; peakline/model/raw.py declares the same rows on the Python
+// side, which reads them by name, and tests/python/test_raw_contract.py holds the two equal.
+
+template <typename Row, typename T>
+struct Column {
+  const char* name;
+  T Row::*member;
+};
+template <typename Row, typename T>
+Column(const char*, T Row::*) -> Column<Row, T>;
+
+#define PEAKLINE_COLUMN(Row, member) Column{#member, &Row::member}
+
+using Point = std::pair<int64_t, int64_t>;
+
+constexpr auto kFrameColumns = std::make_tuple(
+    PEAKLINE_COLUMN(Snapshot::Frame, file), PEAKLINE_COLUMN(Snapshot::Frame, function),
+    PEAKLINE_COLUMN(Snapshot::Frame, first_lineno), PEAKLINE_COLUMN(Snapshot::Frame, lineno));
+constexpr auto kStackColumns = std::make_tuple(
+    PEAKLINE_COLUMN(Snapshot::Stack, tid), PEAKLINE_COLUMN(Snapshot::Stack, frames),
+    PEAKLINE_COLUMN(Snapshot::Stack, cpu_python_ns), PEAKLINE_COLUMN(Snapshot::Stack, cpu_native_ns),
+    PEAKLINE_COLUMN(Snapshot::Stack, cpu_system_ns), PEAKLINE_COLUMN(Snapshot::Stack, wait_ns),
+    PEAKLINE_COLUMN(Snapshot::Stack, cpu_samples), PEAKLINE_COLUMN(Snapshot::Stack, wait_samples),
+    PEAKLINE_COLUMN(Snapshot::Stack, run_delay_ns));
+constexpr auto kThreadColumns = std::make_tuple(
+    PEAKLINE_COLUMN(Snapshot::Thread, tid), PEAKLINE_COLUMN(Snapshot::Thread, python),
+    PEAKLINE_COLUMN(Snapshot::Thread, cpu_ns), PEAKLINE_COLUMN(Snapshot::Thread, wait_ns),
+    PEAKLINE_COLUMN(Snapshot::Thread, run_delay_ns));
+constexpr auto kActivityBucketColumns =
+    std::make_tuple(Column{"cpu_ns", &Point::first}, Column{"frame", &Point::second});
+constexpr auto kTimePointColumns =
+    std::make_tuple(Column{"t_ns", &Point::first}, Column{"bytes", &Point::second});
+constexpr auto kMemoryStackColumns = std::make_tuple(
+    PEAKLINE_COLUMN(Snapshot::MemoryStack, alloc_python_bytes),
+    PEAKLINE_COLUMN(Snapshot::MemoryStack, alloc_native_bytes),
+    PEAKLINE_COLUMN(Snapshot::MemoryStack, free_bytes),
+    PEAKLINE_COLUMN(Snapshot::MemoryStack, live_bytes),
+    PEAKLINE_COLUMN(Snapshot::MemoryStack, live_at_peak_bytes),
+    PEAKLINE_COLUMN(Snapshot::MemoryStack, copy_bytes),
+    PEAKLINE_COLUMN(Snapshot::MemoryStack, alloc_samples));
+constexpr auto kMemoryLineColumns = std::make_tuple(
+    PEAKLINE_COLUMN(Snapshot::MemoryLine, file), PEAKLINE_COLUMN(Snapshot::MemoryLine, lineno),
+    PEAKLINE_COLUMN(Snapshot::MemoryLine, live_bytes),
+    PEAKLINE_COLUMN(Snapshot::MemoryLine, live_at_peak_bytes),
+    PEAKLINE_COLUMN(Snapshot::MemoryLine, timeline));
+constexpr auto kGpuStackColumns = std::make_tuple(
+    PEAKLINE_COLUMN(Snapshot::GpuStack, util_ns), PEAKLINE_COLUMN(Snapshot::GpuStack, peak_bytes),
+    PEAKLINE_COLUMN(Snapshot::GpuStack, alloc_bytes), PEAKLINE_COLUMN(Snapshot::GpuStack, net_bytes),
+    PEAKLINE_COLUMN(Snapshot::GpuStack, live_at_peak_bytes));
+constexpr auto kGpuErrorColumns = std::make_tuple(
+    PEAKLINE_COLUMN(Snapshot::GpuError, query), PEAKLINE_COLUMN(Snapshot::GpuError, code),
+    PEAKLINE_COLUMN(Snapshot::GpuError, polls));
+
+// A column's value as Python gets it: scalars and strings as nb::make_tuple casts them, a
+// stack's frame ids as a tuple, a timeline as a list of TimePoint rows.
+template <typename T>
+const T& Value(const T& value) {
+  return value;
+}
+nb::tuple Value(const std::vector<uint32_t>& frame_ids);
+nb::list Value(const std::vector<Point>& points);
+
+template <typename Row, typename... Columns>
+nb::tuple RowOf(const Row& row, const std::tuple<Columns...>& columns) {
+  return std::apply(
+      [&row](const auto&... column) { return nb::make_tuple(Value(row.*(column.member))...); },
+      columns);
+}
+
+template <typename Row, typename Columns>
+nb::list RowsOf(const std::vector<Row>& rows, const Columns& columns) {
+  nb::list out;
+  for (const Row& row : rows) out.append(RowOf(row, columns));
+  return out;
+}
+
+nb::tuple Value(const std::vector<uint32_t>& frame_ids) {
+  nb::list ids;
+  for (uint32_t id : frame_ids) ids.append(id);
+  return nb::tuple(ids);
+}
+
+nb::list Value(const std::vector<Point>& points) { return RowsOf(points, kTimePointColumns); }
+
+template <typename... Columns>
+nb::tuple NamesOf(const std::tuple<Columns...>& columns) {
+  return std::apply([](const auto&... column) { return nb::make_tuple(column.name...); },
+                    columns);
+}
+
+// The field names of every row kind, keyed by the row's name in peakline/model/raw.py.
+nb::dict RawFields() {
+  nb::dict out;
+  out["Frame"] = NamesOf(kFrameColumns);
+  out["Stack"] = NamesOf(kStackColumns);
+  out["Thread"] = NamesOf(kThreadColumns);
+  out["ActivityBucket"] = NamesOf(kActivityBucketColumns);
+  out["TimePoint"] = NamesOf(kTimePointColumns);
+  out["MemoryStack"] = NamesOf(kMemoryStackColumns);
+  out["MemoryLine"] = NamesOf(kMemoryLineColumns);
+  out["GpuStack"] = NamesOf(kGpuStackColumns);
+  out["GpuError"] = NamesOf(kGpuErrorColumns);
+  return out;
+}
+
+// Counters travel as {name: value}: each is named once, where the core fills it in.
+nb::dict StatsOf(const std::vector<std::pair<std::string, int64_t>>& stats) {
+  nb::dict out;
+  for (const auto& [name, value] : stats) out[name.c_str()] = value;
+  return out;
+}
+
 // The snapshot is complete C++ data before the first Python object is made: making those may
 // run Python (a collection, a finalizer) that touches the session.
 nb::dict ToDict(const Snapshot& snap) {
-  nb::list frames;
-  for (const auto& [file, function, first_lineno, lineno] : snap.frames) {
-    frames.append(nb::make_tuple(file, function, first_lineno, lineno));
-  }
-  nb::list stacks;
-  for (const Snapshot::Stack& s : snap.stacks) {
-    nb::list ids;
-    for (uint32_t id : s.frames) ids.append(id);
-    stacks.append(nb::make_tuple(s.tid, nb::tuple(ids), s.cpu_python_ns, s.cpu_native_ns,
-                                 s.cpu_system_ns, s.wait_ns, s.cpu_samples, s.wait_samples,
-                                 s.run_delay_ns));
-  }
-  nb::list threads;
-  for (const auto& [tid, python, cpu_ns, wait_ns, run_delay_ns] : snap.threads) {
-    threads.append(nb::make_tuple(tid, python, cpu_ns, wait_ns, run_delay_ns));
-  }
-  nb::dict stats;
-  for (const auto& [name, value] : snap.stats) stats[name.c_str()] = value;
   nb::dict out;
   if (snap.memory) {
-    nb::list mem_stacks;
-    for (const Snapshot::MemoryStack& m : snap.memory_stacks) {
-      mem_stacks.append(nb::make_tuple(m.alloc_python_bytes, m.alloc_native_bytes, m.free_bytes,
-                                       m.live_bytes, m.live_at_peak_bytes, m.copy_bytes,
-                                       m.alloc_samples));
-    }
-    nb::list lines;
-    for (const Snapshot::MemoryLine& l : snap.memory_lines) {
-      nb::list points;
-      for (const auto& [t_ns, bytes] : l.timeline) points.append(nb::make_tuple(t_ns, bytes));
-      lines.append(nb::make_tuple(l.file, l.lineno, l.live_bytes, l.live_at_peak_bytes, points));
-    }
-    nb::list timeline;
-    for (const auto& [t_ns, bytes] : snap.timeline) timeline.append(nb::make_tuple(t_ns, bytes));
-    nb::dict mstats;
-    for (const auto& [name, value] : snap.memory_stats) mstats[name.c_str()] = value;
     nb::dict memory;
-    memory["stacks"] = mem_stacks;
-    memory["lines"] = lines;
-    memory["timeline"] = timeline;
-    memory["stats"] = mstats;
+    memory["stacks"] = RowsOf(snap.memory_stacks, kMemoryStackColumns);  // parallel to stacks
+    memory["lines"] = RowsOf(snap.memory_lines, kMemoryLineColumns);
+    memory["timeline"] = Value(snap.timeline);
+    memory["stats"] = StatsOf(snap.memory_stats);
     out["memory"] = memory;
   }
   if (snap.gpu_requested) {
     nb::dict gpu;
     nb::list devices;
     for (const std::string& name : snap.gpu_devices) devices.append(name);
-    nb::list gpu_stacks;
-    for (const Snapshot::GpuStack& g : snap.gpu_stacks) {
-      gpu_stacks.append(nb::make_tuple(g.util_ns, g.peak_bytes, g.alloc_bytes, g.net_bytes,
-                                       g.live_at_peak_bytes));
-    }
-    nb::list errors;
-    for (const auto& [query, code, n] : snap.gpu_errors) errors.append(nb::make_tuple(query, code, n));
-    nb::dict gstats;
-    for (const auto& [name, value] : snap.gpu_stats) gstats[name.c_str()] = value;
     gpu["measured"] = snap.gpu_measured;
     gpu["unavailable"] = snap.gpu_unavailable;
     gpu["devices"] = devices;
-    gpu["stacks"] = gpu_stacks;
-    gpu["errors"] = errors;
-    gpu["stats"] = gstats;
+    gpu["stacks"] = RowsOf(snap.gpu_stacks, kGpuStackColumns);  // parallel to stacks
+    gpu["errors"] = RowsOf(snap.gpu_errors, kGpuErrorColumns);
+    gpu["stats"] = StatsOf(snap.gpu_stats);
     out["gpu"] = gpu;
   }
-  nb::list activity;
-  for (const auto& [cpu_ns, frame] : snap.activity) activity.append(nb::make_tuple(cpu_ns, frame));
-  nb::dict activity_out;
-  activity_out["width_ns"] = snap.activity_width_ns;
-  activity_out["buckets"] = activity;
-  out["activity"] = activity_out;
-  out["frames"] = frames;
-  out["stacks"] = stacks;
-  out["threads"] = threads;
-  out["stats"] = stats;
+  nb::dict activity;
+  activity["width_ns"] = snap.activity_width_ns;
+  activity["buckets"] = RowsOf(snap.activity, kActivityBucketColumns);
+  out["activity"] = activity;
+  out["frames"] = RowsOf(snap.frames, kFrameColumns);
+  out["stacks"] = RowsOf(snap.stacks, kStackColumns);
+  out["threads"] = RowsOf(snap.threads, kThreadColumns);
+  out["stats"] = StatsOf(snap.stats);
   return out;
 }
 
@@ -174,6 +249,8 @@ NB_MODULE(_core, m) {
   }, nb::arg("locator").none());
   m.def("collect_running", &CollectRunning,
         "The running session's data so far, same shape as collect() (session/profiler.h).");
+  m.def("raw_fields", &RawFields,
+        "{row kind: field names} of the rows collect() returns (peakline/model/raw.py).");
   m.def("exclude_current_thread", &peakline::session::ExcludeCurrentThread,
         "Called by peakline's own Python threads first thing (session/profiler.h).");
   m.def("reset_after_fork", &peakline::session::ResetAfterForkInChild);

@@ -14,7 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
-#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace peakline::session {
@@ -41,7 +41,11 @@ struct ProfilerConfig {
 
 // Plain data handed to the binding; shape documented in docs/internals-raw-samples.md.
 struct Snapshot {
-  std::vector<std::tuple<std::string, std::string, int, int>> frames;
+  struct Frame {
+    std::string file, function;  // co_filename, co_qualname (3.10: co_name)
+    int first_lineno, lineno;
+  };
+  std::vector<Frame> frames;  // interned: a frame's id is its index
   struct Stack {
     pid_t tid;
     std::vector<uint32_t> frames;  // leaf first
@@ -49,8 +53,12 @@ struct Snapshot {
     int64_t run_delay_ns;
   };
   std::vector<Stack> stacks;
-  // (tid, python, cpu_ns, wait_ns, run_delay_ns)
-  std::vector<std::tuple<pid_t, bool, int64_t, int64_t, int64_t>> threads;
+  struct Thread {
+    pid_t tid;
+    bool python;
+    int64_t cpu_ns, wait_ns, run_delay_ns;
+  };
+  std::vector<Thread> threads;
   std::vector<std::pair<std::string, int64_t>> stats;
   // When the process used its CPU and which frame its main thread was on (time_buckets.h):
   // buckets of activity_width_ns from the session's start; frame -1 = no reported frame.
@@ -81,7 +89,11 @@ struct Snapshot {
   std::vector<std::string> gpu_devices;
   std::vector<GpuStack> gpu_stacks;
   std::vector<std::pair<std::string, int64_t>> gpu_stats;
-  std::vector<std::tuple<std::string, std::string, int64_t>> gpu_errors;  // (query, NVML code, polls)
+  struct GpuError {
+    std::string query, code;  // "utilization" | "memory" | "processes"; the NVML code's name
+    int64_t polls;
+  };
+  std::vector<GpuError> gpu_errors;
 };
 
 // Returns "" on success, else a one-line reason (already profiling, an interval under 1 ms,

@@ -1,8 +1,12 @@
 """The Python side of the data path: raw core snapshot -> Profile -> profile file.
 
     selection.py  which files are the user's (FileSelection)
-    builder.py    raw snapshot (docs/internals-raw-samples.md) -> Profile
+    raw.py        the core's rows and counters, named (docs/internals-raw-samples.md)
+    builder.py    raw snapshot -> Profile (with memory_builder.py, gpu_builder.py)
+    schema.py     how a record declares its fields once (checks.py: the type checks)
+    records.py    the records of a profile, each field declared once
     profile.py    the Profile model and its validation (spec: docs/profile-format.md)
+    merge.py      profiles of several processes -> one
     profile_file.py  profile text and files: strict JSON, atomic writes
 
 Renderers and gates import from here and never touch ``peakline._core``.

@@ -1,8 +1,8 @@
 """Turn the C++ core's raw snapshot into a Profile (docs/internals-raw-samples.md -> v1 file).
 
 Input: ``raw`` exactly as ``_core.collect()`` returns it (integer nanoseconds, stacks LEAF
-FIRST), ``meta`` from the runner/API, and the ``FileSelection`` that says which files are the
-user's. Output: a validated ``Profile``.
+FIRST; its rows are read by name through peakline.model.raw), ``meta`` from the runner/API, and
+the ``FileSelection`` that says which files are the user's. Output: a validated ``Profile``.
 
 Attribution rule. Each stack row is charged to its INNERMOST frame whose file is reported:
 time inside ``json.loads`` (stdlib) lands on the user's line that called it. The row keeps its
@@ -33,6 +33,9 @@ from typing import Any
 
 from peakline.model import gpu_builder, memory_builder
 from peakline.model.profile import FORMAT_NAME, FORMAT_VERSION, Profile
+from peakline.model.raw import CPU_STATS, ActivityBucket, Frame, MemoryStack, Stack, Thread
+from peakline.model.records import Sampling
+from peakline.model.schema import carried
 from peakline.model.selection import FileSelection
 
 _NS_PER_S = 1_000_000_000
@@ -73,10 +76,11 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
     the file format cannot carry (e.g. a negative ``elapsed_s``): the result is validated
     exactly as ``read_profile`` would validate it."""
     frames = [_normalise_frame(f) for f in raw.get("frames", ())]
-    reported = [selection.is_reported(f[0]) for f in frames]
-    own = [selection.is_own(f[0]) for f in frames]
-    launcher = [o or _is_runpy(f[0]) for o, f in zip(own, frames)]
-    importing = [memory_builder.is_import_machinery(f[0]) for f in frames]
+    reported = [selection.is_reported(f.file) for f in frames]
+    own = [selection.is_own(f.file) for f in frames]
+    launcher = [o or _is_runpy(f.file) for o, f in zip(own, frames)]
+    importing = [memory_builder.is_import_machinery(f.file) for f in frames]
+    function_of = [(f.file, f.function, f.first_lineno) for f in frames]
     n_frames = len(frames)
 
     lines: dict[str, dict[int, _Acc]] = {}
@@ -92,43 +96,41 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
     memory = memory_builder.MemoryTables() if raw_memory else None
 
     for index, row in enumerate(raw.get("stacks", ())):
-        tid, frame_ids, py_ns, native_ns, system_ns, wait_ns, cpu_samples, wait_samples = row[:8]
-        run_delay_ns = row[8] if len(row) > 8 else 0
-        ns = (py_ns, native_ns, system_ns, wait_ns, run_delay_ns)
-        row_ns = py_ns + native_ns + system_ns + wait_ns + run_delay_ns
-        valid_ids = [i for i in frame_ids if 0 <= i < n_frames]
-        invalid_frames += len(frame_ids) - len(valid_ids)
+        stack = Stack(*row)
+        ns = (stack.cpu_python_ns, stack.cpu_native_ns, stack.cpu_system_ns, stack.wait_ns,
+              stack.run_delay_ns)
+        samples = stack.cpu_samples + stack.wait_samples
+        row_ns = sum(ns)
+        valid_ids = [i for i in stack.frames if 0 <= i < n_frames]
+        invalid_frames += len(stack.frames) - len(valid_ids)
 
-        totals.add(ns, cpu_samples + wait_samples)
-        thread_sums.setdefault(tid, _Acc()).add(ns, cpu_samples + wait_samples)
+        totals.add(ns, samples)
+        thread_sums.setdefault(stack.tid, _Acc()).add(ns, samples)
         # The file stores stacks root first, without peakline's own launcher frames.
-        key = (tid, _without_launcher(tuple(reversed(valid_ids)), launcher, own))
+        key = (stack.tid, _without_launcher(tuple(reversed(valid_ids)), launcher, own))
         merged = stack_rows.setdefault(key, [0] * (_N_CATEGORIES + 2))
-        for i, value in enumerate((*ns, cpu_samples, wait_samples)):
+        for i, value in enumerate((*ns, stack.cpu_samples, stack.wait_samples)):
             merged[i] += value
-        if memory is not None and index < len(memory_stacks):
-            # For the memory flame graph: what the stack allocated and held at the peak.
-            m = memory_stacks[index]
-            held = stack_memory.setdefault(key, [0, 0])
-            held[0] += m[0] + m[1]
-            held[1] += m[4]
 
         charged = next((i for i in valid_ids if reported[i]), None)
         if memory is not None and index < len(memory_stacks):
-            memory.add(frames[charged] if charged is not None else None,
-                       memory_stacks[index][:len(memory_builder.MEMORY_LINE_FIELDS)],
+            m = MemoryStack(*memory_stacks[index])
+            # For the memory flame graph: what the stack allocated and held at the peak.
+            held = stack_memory.setdefault(key, [0, 0])
+            held[0] += m.alloc_python_bytes + m.alloc_native_bytes
+            held[1] += m.live_at_peak_bytes
+            memory.add(frames[charged] if charged is not None else None, m,
                        importing=any(importing[i] for i in valid_ids))
         if charged is None:
             unattributed_ns += row_ns
             continue
-        filename, qualname, first_lineno, lineno = frames[charged]
-        lines.setdefault(filename, {}).setdefault(lineno, _Acc()).add(
-            ns, cpu_samples + wait_samples)
-        _function(functions, frames[charged]).self_acc.add(ns, cpu_samples + wait_samples)
+        frame = frames[charged]
+        lines.setdefault(frame.file, {}).setdefault(frame.lineno, _Acc()).add(ns, samples)
+        _function(functions, frame).self_acc.add(ns, samples)
         seen: set[tuple[str, str, int]] = set()
         for i in valid_ids:
             if reported[i]:
-                function_key = frames[i][:3]
+                function_key = function_of[i]
                 if function_key not in seen:
                     seen.add(function_key)
                     _function(functions, frames[i]).inclusive_ns += row_ns
@@ -138,13 +140,8 @@ def build_profile(raw: Mapping[str, Any], *, meta: Mapping[str, Any],
         "format": FORMAT_NAME, "version": FORMAT_VERSION,
         **_header(meta, selection, stats),
         "sampling": {
-            "cpu_samples": stats.get("cpu_samples", 0),
-            "wait_samples": stats.get("wait_samples", 0),
-            "dropped_samples": stats.get("dropped_samples", 0),
+            **carried(Sampling, stats, CPU_STATS),
             "invalid_frames": stats.get("invalid_frames", 0) + invalid_frames,
-            "truncated_stacks": stats.get("truncated_stacks", 0),
-            "deferred_code_frees": stats.get("deferred_code_frees", 0),
-            "skipped_ticks": stats.get("skipped_ticks", 0),
             "signal": stats.get("cpu_signal"),
             "process_cpu_s": (stats["process_cpu_ns"] / _NS_PER_S
                               if "process_cpu_ns" in stats else None),
@@ -188,10 +185,12 @@ def _activity(raw: Any, frames: list, reported: list) -> dict[str, Any] | None:
     lines: list[list] = []
     index: dict[tuple[str, int], int] = {}
     cpu_s, main_line = [], []
-    for cpu_ns, frame in raw["buckets"]:
-        cpu_s.append(max(0, cpu_ns) / _NS_PER_S)
+    for bucket in raw["buckets"]:
+        bucket = ActivityBucket(*bucket)
+        cpu_s.append(max(0, bucket.cpu_ns) / _NS_PER_S)
+        frame = bucket.frame
         if 0 <= frame < len(frames) and reported[frame]:
-            key = (frames[frame][0], frames[frame][3])
+            key = (frames[frame].file, frames[frame].lineno)
             if key not in index:
                 index[key] = len(lines)
                 lines.append(list(key))
@@ -221,19 +220,18 @@ def _without_launcher(root_first: tuple[int, ...], launcher: list[bool],
     return root_first
 
 
-def _normalise_frame(frame: Any) -> tuple[str, str, int, int]:
-    filename, qualname, first_lineno, lineno = frame
-    first_lineno = max(0, first_lineno or 0)
-    lineno = max(0, lineno) if lineno is not None else 0
-    return (filename, qualname, first_lineno, lineno)
+def _normalise_frame(row: Any) -> Frame:
+    frame = Frame(*row)
+    return frame._replace(first_lineno=max(0, frame.first_lineno or 0),
+                          lineno=max(0, frame.lineno) if frame.lineno is not None else 0)
 
 
-def _function(functions: dict, frame: tuple[str, str, int, int]) -> _FunctionAcc:
-    filename, qualname, first_lineno, _ = frame
-    per_file = functions.setdefault(filename, {})
-    acc = per_file.get((qualname, first_lineno))
+def _function(functions: dict, frame: Frame) -> _FunctionAcc:
+    per_file = functions.setdefault(frame.file, {})
+    key = (frame.function, frame.first_lineno)
+    acc = per_file.get(key)
     if acc is None:
-        acc = per_file[(qualname, first_lineno)] = _FunctionAcc()
+        acc = per_file[key] = _FunctionAcc()
     return acc
 
 
@@ -324,11 +322,11 @@ def _threads(raw_threads: Any, thread_sums: dict[int, _Acc],
     ``python`` = whether any of its time was Python."""
     threads: dict[int, dict[str, Any]] = {}
     for row in raw_threads:
-        tid, is_python, cpu_ns, wait_ns = row[:4]
-        run_delay_ns = row[4] if len(row) > 4 else 0
-        threads[tid] = {"tid": tid, "python": bool(is_python),
-                        "cpu_s": cpu_ns / _NS_PER_S, "wait_s": wait_ns / _NS_PER_S,
-                        "run_delay_s": run_delay_ns / _NS_PER_S}
+        thread = Thread(*row)
+        threads[thread.tid] = {"tid": thread.tid, "python": bool(thread.python),
+                               "cpu_s": thread.cpu_ns / _NS_PER_S,
+                               "wait_s": thread.wait_ns / _NS_PER_S,
+                               "run_delay_s": thread.run_delay_ns / _NS_PER_S}
     for tid, acc in thread_sums.items():
         if tid not in threads:
             python_ns, native_ns, system_ns, wait_ns, run_delay_ns = acc.ns
@@ -363,8 +361,7 @@ def _files(lines: dict[str, dict[int, _Acc]],
             record = {"lineno": lineno, **acc.as_seconds(), "samples": acc.samples}
             if memory is not None:
                 record.update(memory_builder.record_fields(
-                    file_mem.get(lineno, [0] * len(memory_builder.MEMORY_LINE_FIELDS)),
-                    elapsed_s=elapsed_s, with_copy_rate=True))
+                    file_mem.get(lineno), elapsed_s=elapsed_s, with_copy_rate=True))
                 record.update(memory_builder.leak_fields(
                     timelines.get((filename, lineno), []), elapsed_s,
                     raw_memory.get("stats", {}).get("sampling_interval_bytes", 0),
@@ -384,8 +381,8 @@ def _files(lines: dict[str, dict[int, _Acc]],
                 "samples": acc.self_acc.samples}
             if memory is not None:
                 record.update(memory_builder.record_fields(
-                    func_mem.get((qualname, first_lineno), [0] * len(memory_builder.MEMORY_LINE_FIELDS)),
-                    elapsed_s=elapsed_s, with_copy_rate=False))
+                    func_mem.get((qualname, first_lineno)), elapsed_s=elapsed_s,
+                    with_copy_rate=False))
             function_records.append(record)
         files[filename] = {"lines": line_records, "functions": function_records}
     return files

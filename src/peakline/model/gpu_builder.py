@@ -24,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from peakline.model.raw import Frame, GpuError, GpuStack, Stack, TorchLine
+
 _NS_PER_S = 1_000_000_000
-LINE_FIELDS = ("gpu_util_s", "gpu_peak_bytes", "gpu_alloc_bytes", "gpu_net_bytes",
-               "gpu_live_at_peak_bytes")
 
 
 def add_fields(document: dict[str, Any], raw_gpu: Mapping[str, Any] | None,
-               raw_stacks: Sequence[Any], frames: Sequence[tuple[str, str, int, int]],
+               raw_stacks: Sequence[Any], frames: Sequence[Frame],
                reported: Sequence[bool]) -> None:
     """Adds the GPU fields to ``document`` (the profile dict being built) in place."""
     if not raw_gpu or not raw_gpu.get("measured"):
@@ -45,25 +45,25 @@ def add_fields(document: dict[str, Any], raw_gpu: Mapping[str, Any] | None,
     sums: dict[tuple[str, int], list[int]] = {}
     n_frames = len(frames)
     for row, values in zip(raw_stacks, raw_gpu.get("stacks", ())):
-        frame_ids = row[1]
+        frame_ids = Stack(*row).frames
         charged = next((i for i in frame_ids if 0 <= i < n_frames and reported[i]), None)
         if charged is None:
             continue
-        filename, _, _, lineno = frames[charged]
-        acc = sums.setdefault((filename, lineno), [0, 0, 0, 0, 0])
-        util_ns, peak, alloc, net, at_peak = values
-        acc[0] += util_ns
-        acc[1] = max(acc[1], peak)
+        acc = sums.setdefault((frames[charged].file, frames[charged].lineno), [0, 0, 0, 0, 0])
+        g = GpuStack(*values)
+        acc[0] += g.util_ns
+        acc[1] = max(acc[1], g.peak_bytes)
         if not history:
-            acc[2] += alloc
-            acc[3] += net
-            acc[4] += at_peak
+            acc[2] += g.alloc_bytes
+            acc[3] += g.net_bytes
+            acc[4] += g.live_at_peak_bytes
     if history:
-        for filename, lineno, alloc, net, at_peak in torch["lines"]:
-            acc = sums.setdefault((filename, max(0, lineno)), [0, 0, 0, 0, 0])
-            acc[2] += alloc
-            acc[3] += net
-            acc[4] += at_peak
+        for row in torch["lines"]:
+            line = TorchLine(*row)
+            acc = sums.setdefault((line.file, max(0, line.lineno)), [0, 0, 0, 0, 0])
+            acc[2] += line.alloc_bytes
+            acc[3] += line.net_bytes
+            acc[4] += line.live_at_peak_bytes
 
     files = document["files"]
     for filename in {f for f, _ in sums}:
@@ -118,8 +118,8 @@ def run_fields(raw_gpu: Mapping[str, Any], *, history: bool) -> dict[str, Any]:
         "alloc_source": tracked,
         "poll_interval_s": stats.get("poll_interval_ns", 0) / _NS_PER_S,
         "readings": stats.get("readings", 0),
-        "unavailable": [f"{query}: {code} ({n} polls)"
-                        for query, code, n in raw_gpu.get("errors", ())],
+        "unavailable": [f"{e.query}: {e.code} ({e.polls} polls)"
+                        for e in (GpuError(*row) for row in raw_gpu.get("errors", ()))],
     }
     if raw_gpu.get("unavailable"):
         out["unavailable"].insert(0, f"nvml: {raw_gpu['unavailable']}")

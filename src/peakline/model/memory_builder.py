@@ -15,10 +15,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from peakline.model import leaks
+from peakline.model.raw import MEMORY_STATS, Frame, MemoryLine, MemoryStack, TimePoint
+from peakline.model.records import Memory
+from peakline.model.schema import carried
 
 _NS_PER_S = 1_000_000_000
-MEMORY_LINE_FIELDS = ("alloc_python_bytes", "alloc_native_bytes", "free_bytes", "live_bytes",
-                      "live_at_peak_bytes", "copy_bytes")
+_ZERO = MemoryStack(*[0] * len(MemoryStack._fields))
 
 
 # The import machinery's own files: a stack through one of them was importing a module.
@@ -31,8 +33,9 @@ def is_import_machinery(filename: str) -> bool:
 
 
 class MemoryTables:
-    """Per (file, lineno) and per (file, qualname, first_lineno) memory sums, plus per line
-    what was allocated while a module was being imported."""
+    """Per (file, lineno) and per (file, qualname, first_lineno) memory sums (MemoryStack rows
+    added up field by field), plus per line what was allocated while a module was being
+    imported."""
 
     def __init__(self) -> None:
         self.lines: dict[str, dict[int, list[int]]] = {}
@@ -40,35 +43,45 @@ class MemoryTables:
         self.import_net: dict[str, dict[int, int]] = {}
         self.unattributed_alloc_bytes = 0
 
-    def add(self, frame: tuple[str, str, int, int] | None, values: Sequence[int], *,
-            importing: bool = False) -> None:
+    def add(self, frame: Frame | None, stack: MemoryStack, *, importing: bool = False) -> None:
+        alloc = stack.alloc_python_bytes + stack.alloc_native_bytes
         if frame is None:
-            self.unattributed_alloc_bytes += values[0] + values[1]
+            self.unattributed_alloc_bytes += alloc
             return
-        filename, qualname, first_lineno, lineno = frame
         if importing:
-            per_file = self.import_net.setdefault(filename, {})
-            per_file[lineno] = per_file.get(lineno, 0) + values[0] + values[1] - values[2]
-        for table, key in ((self.lines.setdefault(filename, {}), lineno),
-                           (self.functions.setdefault(filename, {}), (qualname, first_lineno))):
-            acc = table.setdefault(key, [0] * len(MEMORY_LINE_FIELDS))
-            for i, v in enumerate(values):
+            per_file = self.import_net.setdefault(frame.file, {})
+            per_file[frame.lineno] = per_file.get(frame.lineno, 0) + alloc - stack.free_bytes
+        for table, key in ((self.lines.setdefault(frame.file, {}), frame.lineno),
+                           (self.functions.setdefault(frame.file, {}),
+                            (frame.function, frame.first_lineno))):
+            acc = table.setdefault(key, [0] * len(stack))
+            for i, v in enumerate(stack):
                 acc[i] += v
 
 
-def record_fields(acc: Sequence[int], *, elapsed_s: float, with_copy_rate: bool) -> dict[str, Any]:
-    py, native, freed, live, at_peak, copy = acc
-    out = {"alloc_python_bytes": py, "alloc_native_bytes": native, "free_bytes": freed,
-           "net_bytes": py + native - freed, "live_at_peak_bytes": at_peak, "copy_bytes": copy}
+def record_fields(acc: Sequence[int] | None, *, elapsed_s: float,
+                  with_copy_rate: bool) -> dict[str, Any]:
+    """A line's or function's memory fields from its summed MemoryStack (None: nothing)."""
+    m = _ZERO if acc is None else MemoryStack(*acc)
+    out = {"alloc_python_bytes": m.alloc_python_bytes, "alloc_native_bytes": m.alloc_native_bytes,
+           "free_bytes": m.free_bytes,
+           "net_bytes": m.alloc_python_bytes + m.alloc_native_bytes - m.free_bytes,
+           "live_at_peak_bytes": m.live_at_peak_bytes, "copy_bytes": m.copy_bytes}
     if with_copy_rate:
-        out["copy_mb_s"] = copy / 1e6 / elapsed_s if elapsed_s > 0 else 0.0
+        out["copy_mb_s"] = m.copy_bytes / 1e6 / elapsed_s if elapsed_s > 0 else 0.0
     return out
+
+
+def _seconds_points(points: Sequence[Any]) -> list[list[float]]:
+    """TimePoint rows as the file's [[seconds, bytes], ...]."""
+    return [[p.t_ns / _NS_PER_S, p.bytes] for p in (TimePoint(*point) for point in points)]
 
 
 def line_timelines(raw_memory: Mapping[str, Any]) -> dict[tuple[str, int], list[list[float]]]:
     out = {}
-    for filename, lineno, _live, _at_peak, points in raw_memory.get("lines", ()):
-        out[(filename, max(0, lineno))] = [[t / _NS_PER_S, b] for t, b in points]
+    for row in raw_memory.get("lines", ()):
+        line = MemoryLine(*row)
+        out[(line.file, max(0, line.lineno))] = _seconds_points(line.timeline)
     return out
 
 
@@ -76,7 +89,7 @@ def run_fields(raw_memory: Mapping[str, Any], *, elapsed_s: float, peak_rss_byte
                unattributed_alloc_bytes: int,
                start_monotonic_ns: int | None = None) -> dict[str, Any]:
     stats = raw_memory.get("stats", {})
-    timeline = [[t / _NS_PER_S, b] for t, b in raw_memory.get("timeline", ())]
+    timeline = _seconds_points(raw_memory.get("timeline", ()))
     if elapsed_s > 0 and (not timeline or timeline[-1][0] < elapsed_s):
         timeline.append([elapsed_s, stats.get("live_end_bytes", 0)])
     timeline = _monotonic_times(timeline)
@@ -88,23 +101,14 @@ def run_fields(raw_memory: Mapping[str, Any], *, elapsed_s: float, peak_rss_byte
         if timeline[-1][0] > start[0]:
             growth = (timeline[-1][1] - start[1]) / (timeline[-1][0] - start[0])
     memory = {
-        "sampling_interval_bytes": stats.get("sampling_interval_bytes", 0),
-        "copy_sampling_interval_bytes": stats.get("copy_sampling_interval_bytes", 0),
+        **carried(Memory, stats, MEMORY_STATS),
         "peak_time_s": stats.get("peak_time_ns", 0) / _NS_PER_S,
-        "live_end_bytes": stats.get("live_end_bytes", 0),
         "growth_rate_bytes_s": growth,
-        "alloc_samples": stats.get("alloc_samples", 0),
-        "free_samples": stats.get("free_samples", 0),
-        "copy_samples": stats.get("copy_samples", 0),
         "not_sampled_events": stats.get("dropped_events", 0) + stats.get("untracked_samples", 0),
         "unattributed_alloc_bytes": unattributed_alloc_bytes,
-        "staged_events": stats.get("staged_events", 0),
     }
     if start_monotonic_ns:
         memory["start_monotonic_s"] = start_monotonic_ns / _NS_PER_S
-    for name in ("blas_buffer_bytes", "blas_buffer_maps"):
-        if name in stats:
-            memory[name] = stats[name]
     out: dict[str, Any] = {"peak_bytes": stats.get("peak_bytes", 0), "timeline": timeline,
                            "memory": memory}
     if peak_rss_bytes is not None:

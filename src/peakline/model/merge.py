@@ -42,18 +42,17 @@ from datetime import datetime
 from typing import Any
 
 from peakline.model.profile import Profile
+from peakline.model.records import (FunctionRecord, LineRecord, Memory, Sampling, ThreadRecord,
+                                    Totals)
+from peakline.model.schema import summed
 
-_TIME_FIELDS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wait_s", "run_delay_s")
-_LINE_SUMS = (*_TIME_FIELDS, "samples", "alloc_python_bytes", "alloc_native_bytes",
-              "free_bytes", "net_bytes", "live_at_peak_bytes", "copy_bytes",
-              "import_net_bytes")
-_FUNCTION_SUMS = (*_LINE_SUMS, "self_s", "inclusive_s")
-_SAMPLING_SUMS = ("cpu_samples", "wait_samples", "dropped_samples", "invalid_frames",
-                  "truncated_stacks", "deferred_code_frees", "skipped_ticks")
-_MEMORY_SUMS = ("alloc_samples", "free_samples", "copy_samples", "not_sampled_events",
-                "unattributed_alloc_bytes", "staged_events", "blas_buffer_bytes",
-                "blas_buffer_maps")
-
+# What adds up over processes: the fields each record declares merge=SUM (model/records.py).
+_LINE_SUMS = summed(LineRecord)
+_FUNCTION_SUMS = summed(FunctionRecord)
+_TOTALS_SUMS = summed(Totals)
+_SAMPLING_SUMS = summed(Sampling)
+_MEMORY_SUMS = summed(Memory)
+_THREAD_SUMS = summed(ThreadRecord)
 
 _MAX_TREE_POINTS = 2048  # as the core's own timeline
 
@@ -122,8 +121,7 @@ def merge_processes(parent: Profile, children: Sequence[Profile],
         child_doc = child.to_dict()
         _count_processes(child_doc, line_procs, function_procs)
         _merge_files(doc, child_doc)
-        _merge_sums(doc.setdefault("totals", {}), child_doc.get("totals", {}),
-                    (*_TIME_FIELDS, "unattributed_s"))
+        _merge_sums(doc.setdefault("totals", {}), child_doc.get("totals", {}), _TOTALS_SUMS)
         _merge_sums(doc.setdefault("sampling", {}), child_doc.get("sampling", {}),
                     _SAMPLING_SUMS)
         _merge_sampling_health(doc["sampling"], child_doc.get("sampling", {}), child.pid)
@@ -244,7 +242,7 @@ def _merge_threads(doc: dict, child: dict) -> None:
     threads = {t["tid"]: t for t in doc.get("threads", ())}
     for thread in child.get("threads", ()):
         if thread["tid"] in threads:  # a tid reused by another process: add it up
-            _merge_sums(threads[thread["tid"]], thread, ("cpu_s", "wait_s", "run_delay_s"))
+            _merge_sums(threads[thread["tid"]], thread, _THREAD_SUMS)
         else:
             threads[thread["tid"]] = _thread_of(copy.deepcopy(thread), child.get("pid"))
     doc["threads"] = [threads[tid] for tid in sorted(threads)]

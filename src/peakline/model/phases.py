@@ -21,9 +21,6 @@ import bisect
 from collections.abc import Sequence
 from typing import Any
 
-PHASE_FIELDS = ("name", "depth", "start_s", "end_s", "cpu_s",
-                "start_bytes", "end_bytes", "net_bytes", "peak_bytes")
-
 
 def _value_at(times: Sequence[float], values: Sequence[int], t: float) -> int:
     """The step function's value at time t (the last point at or before t; 0 before any)."""

@@ -12,7 +12,8 @@ import json
 import math
 import os
 
-from peakline.model.profile import Profile, _format_error
+from peakline.model.checks import _format_error
+from peakline.model.profile import Profile
 
 
 def dumps_profile(profile: Profile) -> str:

@@ -23,8 +23,8 @@ import os
 import re
 from typing import Any
 
-from peakline.model.profile import (_Invalid, _at, _count, _format_error, _int, _list_of,
-                                    _nullable, _object, _seconds, _show, _str)
+from peakline.model.checks import (_Invalid, _at, _count, _format_error, _int, _list_of,
+                                   _nullable, _object, _seconds, _show, _str)
 from peakline.model.profile_file import _finite_float, _reject_constant, write_text_atomically
 from peakline.sweep.fit import MODELS
 
