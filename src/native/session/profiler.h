@@ -1,5 +1,6 @@
 // Profiler: the process-wide CPU sampling session (one at a time). This is the only API the
-// binding sees. All functions are called with the GIL held, from Python.
+// binding sees. All functions are called with the GIL held, from Python (PEAKLINE_REQUIRES:
+// python/gil.h).
 #ifndef PEAKLINE_SESSION_PROFILER_H_
 #define PEAKLINE_SESSION_PROFILER_H_
 
@@ -10,6 +11,10 @@
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include "base/status.h"
+#include "base/thread_annotations.h"
+#include "python/gil.h"
 
 namespace peakline::session {
 
@@ -78,43 +83,43 @@ struct Snapshot {
   std::vector<std::tuple<std::string, std::string, int64_t>> gpu_errors;  // (query, NVML code, polls)
 };
 
-// Returns "" on success, else a one-line reason (already profiling, frame layout mismatch,
-// signal or timer set-up failure).
-[[nodiscard]] std::string StartProfiler(const ProfilerConfig& config);
-// Stops sampling and drains everything still queued. Returns "" or a reason.
-[[nodiscard]] std::string StopProfiler();
-bool ProfilerActive();
+// Fails with a one-line reason (already profiling, frame layout mismatch, signal or timer
+// set-up failure).
+Status StartProfiler(const ProfilerConfig& config) PEAKLINE_REQUIRES(python::gil);
+// Stops sampling and drains everything still queued. Fails when nothing is profiling.
+Status StopProfiler() PEAKLINE_REQUIRES(python::gil);
+bool ProfilerActive() PEAKLINE_REQUIRES(python::gil);
 // After StopProfiler, for a process peakline attached to: takes out what a session leaves
 // installed for the life of the process otherwise: the process hooks (sigaction family,
 // dlopen, dlsym) and the sampling signal's handler (the program's disposition of that signal
-// is applied again; cpu_signal_handler.h, ReleaseCpuSignalHandler). Returns "" or why not
-// (a session is running; a tick still pending after wait_ms: the handler is kept, harmless).
-[[nodiscard]] std::string ReleaseProcess(int wait_ms);
+// is applied again; cpu_signal_handler.h, ReleaseCpuSignalHandler). Fails saying why not (a
+// session is running; a tick still pending after wait_ms: the handler is kept, harmless).
+Status ReleaseProcess(int wait_ms) PEAKLINE_REQUIRES(python::gil);
 // Called by a Python thread itself, GIL held (peakline wraps threading's thread bootstrap):
 // ThreadStarted first thing, so its CPU timer runs from its birth instead of from the next
 // tick; ThreadFinishing last thing, so the CPU it ran after its last sample (all of it, for a
 // thread shorter than the sampling interval) is counted. No-ops when nothing is profiling.
-void ThreadStarted();
-void ThreadFinishing();
+void ThreadStarted() PEAKLINE_REQUIRES(python::gil);
+void ThreadFinishing() PEAKLINE_REQUIRES(python::gil);
 // Fork child only: called first thing after fork (os.register_at_fork(after_in_child=...)),
 // GIL held, the only thread. The parent's session is still in this copy of memory but its
 // aggregator thread and CPU timers are not: forget it (leaked, never destroyed: its
 // std::thread is joinable and its mutexes may have been held by threads that are gone), take
 // the memory hooks out and reset the fork-unsafe shared state, so that StartProfiler works
 // again in the child. A no-op when nothing was profiling.
-void ResetAfterForkInChild();
+void ResetAfterForkInChild() PEAKLINE_REQUIRES(python::gil);
 // The data of the last stopped session (empty if none).
-Snapshot CollectProfile();
+Snapshot CollectProfile() PEAKLINE_REQUIRES(python::gil);
 // The running session's data so far, without stopping or resetting it (empty if nothing is
 // profiling). GIL held, never from a hook or signal handler: it first drains what the threads
 // queued since the last tick (as a tick does, unless an operation is suspended in a Python
 // callback: then the figures are those of the last tick), then copies the aggregates. The
 // counters keep counting; a later snapshot or the final profile includes everything again.
-Snapshot CollectRunningProfile();
+Snapshot CollectRunningProfile() PEAKLINE_REQUIRES(python::gil);
 // Called by one of peakline's own Python threads (the snapshot writer, the live view) first
 // thing, GIL held: it is never sampled, its waits are not measured and its allocations are
 // not counted, in this session and every later one of this process (until the process forks).
-void ExcludeCurrentThread();
+void ExcludeCurrentThread() PEAKLINE_REQUIRES(python::gil);
 
 }  // namespace peakline::session
 
