@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs the native GoogleTest suite under sanitizers, one command:
+# Builds and runs the native GoogleTest suite under sanitizers, with Clang, one command:
 #
 #   bash scripts/sanitize.sh            # ASan+UBSan (build/native-asan), then TSan (build/native-tsan)
 #   bash scripts/sanitize.sh --asan     # only ASan+UBSan
@@ -8,6 +8,10 @@
 #
 # Extra arguments after `--` go to ctest (e.g. `-- -R SpscRing`). Exits non-zero if any
 # configure, build or test step fails; both passes run even if the first one fails.
+#
+# Clang (apt package clang) also checks the lock and GIL rules the code states as annotations
+# (src/native/base/thread_annotations.h): -Wthread-safety, and every finding is an error
+# (-DPEAKLINE_THREAD_SAFETY_ERRORS=ON), so both passes fail on a broken locking rule.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -26,6 +30,10 @@ while [ $# -gt 0 ]; do
 done
 
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+if ! command -v clang >/dev/null 2>&1 || ! command -v clang++ >/dev/null 2>&1; then
+  echo "sanitize.sh: needs clang and clang++ (Debian/Ubuntu: apt-get install clang)" >&2
+  exit 2
+fi
 GENERATOR=()
 command -v ninja >/dev/null 2>&1 && GENERATOR=(-G Ninja)
 PY_ARGS=()
@@ -44,6 +52,7 @@ pass() {
   # A sanitizer build is slow and timing-sensitive tests then see more scheduling noise;
   # RelWithDebInfo keeps it fast enough while keeping line numbers in reports.
   cmake -S . -B "$dir" "${GENERATOR[@]}" "${PY_ARGS[@]}" \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPEAKLINE_THREAD_SAFETY_ERRORS=ON \
     -DPEAKLINE_BUILD_TESTS=ON -DPEAKLINE_SANITIZE="$san" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     || return 1
   cmake --build "$dir" -j"$JOBS" || return 1
