@@ -95,7 +95,7 @@ TEST_F(NvmlPollerTest, EnvironmentVariableNamesTheLibrary) {
   unsetenv(kNvmlLibraryEnv);
   ASSERT_TRUE(lib.ok()) << lib.status().message();
   ASSERT_NE(lib.value(), nullptr);
-  EXPECT_EQ(lib->names(), std::vector<std::string>{"Fake GPU"});
+  EXPECT_EQ(lib.value()->names(), std::vector<std::string>{"Fake GPU"});
 }
 
 TEST_F(NvmlPollerTest, InitFailuresAndNoDeviceGiveReasons) {

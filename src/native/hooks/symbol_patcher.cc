@@ -334,6 +334,9 @@ void SymbolPatcher::PatchObject(const dl_phdr_info* info, PatchedObject* object,
   if (!ReadDynamic(info, &dyn)) return;
   ++stats->objects_scanned;
   const uintptr_t base = info->dlpi_addr;
+  // Taken here, under mu_ (the analysis checks a lambda's body on its own, without it).
+  const Entry* const entries = entries_.data();
+  const size_t n_entries = entries_.size();
 
   auto visit = [&](uintptr_t r_offset, uint64_t r_info) {
     const unsigned type = static_cast<unsigned>(RelType(r_info));
@@ -343,7 +346,8 @@ void SymbolPatcher::PatchObject(const dl_phdr_info* info, PatchedObject* object,
     const Sym& sym = dyn.symtab[sym_index];
     if (dyn.strsz != 0 && sym.st_name >= dyn.strsz) return;
     const char* sym_name = dyn.strtab + sym.st_name;
-    for (const Entry& e : entries_) {
+    for (const Entry* e_at = entries; e_at != entries + n_entries; ++e_at) {
+      const Entry& e = *e_at;
       if (e.name[0] != sym_name[0] || std::strcmp(e.name.c_str(), sym_name) != 0) continue;
       const uintptr_t slot = base + r_offset;
       if (slot % alignof(uintptr_t) != 0 || !ObjectContains(info, slot)) return;
