@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# Builds and runs the native GoogleTest suite under sanitizers, one command:
+# Checks the native core's locking rules with Clang, then builds and runs the native
+# GoogleTest suite under sanitizers, one command:
 #
-#   bash scripts/sanitize.sh            # ASan+UBSan (build/native-asan), then TSan (build/native-tsan)
+#   bash scripts/sanitize.sh            # Clang thread-safety check (build/native-tsa), then
+#                                       # ASan+UBSan (build/native-asan), then TSan (build/native-tsan)
 #   bash scripts/sanitize.sh --asan     # only ASan+UBSan
 #   bash scripts/sanitize.sh --tsan     # only TSan
 #   JOBS=4 bash scripts/sanitize.sh     # parallel build jobs (default: nproc)
 #
 # Extra arguments after `--` go to ctest (e.g. `-- -R SpscRing`). Exits non-zero if any
-# configure, build or test step fails; both passes run even if the first one fails.
+# configure, build or test step fails; every pass runs even if an earlier one fails.
+#
+# The first pass builds the core's libraries with Clang (apt package clang), -Wthread-safety
+# and every finding an error (-DPEAKLINE_THREAD_SAFETY_ERRORS=ON): the lock and GIL rules
+# the code states as annotations (src/native/base/thread_annotations.h) are checked there.
+# The sanitizer passes use the default compiler: Clang links its sanitizer runtime into each
+# executable, where the tests that locate libc's code (code regions, symbol patcher, hooks)
+# would find malloc and qsort.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -19,7 +28,7 @@ while [ $# -gt 0 ]; do
     --asan) run_tsan=0 ;;
     --tsan) run_asan=0 ;;
     --) shift; ctest_args=("$@"); break ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "sanitize.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -37,6 +46,20 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_stack_use_after_ret
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
 
+# The thread-safety check: Clang, the core's libraries only (the analysis is at compile time).
+thread_safety_pass() {
+  local dir="build/native-tsa"
+  printf '\n== thread safety: Clang -Werror=thread-safety in %s\n' "$dir"
+  if ! command -v clang >/dev/null 2>&1 || ! command -v clang++ >/dev/null 2>&1; then
+    echo "sanitize.sh: needs clang and clang++ (Debian/Ubuntu: apt-get install clang)" >&2
+    return 1
+  fi
+  cmake -S . -B "$dir" "${GENERATOR[@]}" "${PY_ARGS[@]}" \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPEAKLINE_THREAD_SAFETY_ERRORS=ON \
+    -DPEAKLINE_BUILD_TESTS=ON || return 1
+  cmake --build "$dir" -j"$JOBS" --target peakline_base peakline_cpython || return 1
+}
+
 # pass NAME SANITIZERS
 pass() {
   local dir="build/native-$1" san="$2"
@@ -51,6 +74,7 @@ pass() {
 }
 
 failed=()
+thread_safety_pass || failed+=(thread-safety)
 if [ "$run_asan" = 1 ]; then pass asan address,undefined || failed+=(asan); fi
 if [ "$run_tsan" = 1 ]; then pass tsan thread || failed+=(tsan); fi
 

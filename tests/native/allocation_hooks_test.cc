@@ -104,8 +104,8 @@ class AllocationHooksTest : public testing::Test {
   }
 
   void Start(MemoryConfig config = MemoryConfig()) {
-    std::string error;
-    ASSERT_TRUE(StartMemoryHooks(config, &FakeCapture, pl_hooks_skip_address(), &error)) << error;
+    const Status started = StartMemoryHooks(config, &FakeCapture, pl_hooks_skip_address());
+    ASSERT_TRUE(started.ok()) << started.message();
     started_ = true;
     config_ = config;
   }

@@ -131,7 +131,7 @@ class CpuSignalHandlerTest : public testing::Test {
       ASSERT_TRUE(g_test_binary.AddObjectContaining(reinterpret_cast<const void*>(&BurnCpuNs),
                                                     CodeRegion::kNeutral));
     }
-    ASSERT_EQ(InstallCpuSignalHandler(CpuSamplingSignal(), FakeCapture), 0);
+    ASSERT_TRUE(InstallCpuSignalHandler(CpuSamplingSignal(), FakeCapture).ok());
   }
   void TearDown() override {
     SetCpuSamplingEnabled(false);
@@ -143,9 +143,9 @@ class CpuSignalHandlerTest : public testing::Test {
     const pid_t tid = CurrentTid();
     slot->Reset(tid);
     slot->last_cpu_ns = ThreadCpuTimeNs(tid);
-    const int err = ArmThreadCpuTimer(tid, CpuSamplingSignal(), CpuTickValue(slot), kIntervalNs,
-                                      kIntervalNs, timer);
-    EXPECT_EQ(err, 0) << std::strerror(err);
+    const Status armed = ArmThreadCpuTimer(tid, CpuSamplingSignal(), CpuTickValue(slot),
+                                           kIntervalNs, kIntervalNs, timer);
+    EXPECT_TRUE(armed.ok()) << armed.message();
     return slot->last_cpu_ns;
   }
 
@@ -448,9 +448,9 @@ TEST(CpuSamplingSignalTest, HighestFreeRealtimeSignalIsChosen) {
   sigaddset(&block, SIGRTMAX - 1);
   ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &block, &before), 0);  // blocked: no tick would arrive
   EXPECT_EQ(CpuSamplingSignal(), SIGRTMAX - 2);
-  ASSERT_EQ(InstallCpuSignalHandler(SIGRTMAX - 2, FakeCapture), 0);
+  ASSERT_TRUE(InstallCpuSignalHandler(SIGRTMAX - 2, FakeCapture).ok());
   EXPECT_EQ(CpuSamplingSignal(), SIGRTMAX - 2);  // fixed once installed
-  EXPECT_EQ(InstallCpuSignalHandler(SIGRTMAX, FakeCapture), EBUSY);
+  EXPECT_EQ(InstallCpuSignalHandler(SIGRTMAX, FakeCapture).code(), EBUSY);
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
   sigaction(SIGRTMAX, &old, nullptr);
 }
@@ -459,7 +459,7 @@ TEST_F(CpuSignalHandlerTest, CpuSamplingSignalIsARealtimeSignal) {
   EXPECT_GE(CpuSamplingSignal(), SIGRTMIN);
   EXPECT_LE(CpuSamplingSignal(), SIGRTMAX);
   // Installing again (e.g. a second profiling session) succeeds and keeps the handler.
-  EXPECT_EQ(InstallCpuSignalHandler(CpuSamplingSignal(), FakeCapture), 0);
+  EXPECT_TRUE(InstallCpuSignalHandler(CpuSamplingSignal(), FakeCapture).ok());
   struct sigaction sa;
   ASSERT_EQ(sigaction(CpuSamplingSignal(), nullptr, &sa), 0);
   EXPECT_TRUE(sa.sa_flags & SA_SIGINFO);
@@ -477,7 +477,7 @@ namespace {
 TEST_F(CpuSignalHandlerTest, ReleaseAppliesTheProgramsDispositionAndFreesTheSignal) {
   const int signo = CpuSamplingSignal();
   SetProgramAction(ProgramHandler, SA_SIGINFO | SA_RESTART);
-  ASSERT_EQ(ReleaseCpuSignalHandler(500), 0);
+  ASSERT_TRUE(ReleaseCpuSignalHandler(500).ok());
   struct sigaction now;
   ASSERT_EQ(sigaction(signo, nullptr, &now), 0);
   EXPECT_EQ(now.sa_sigaction, &ProgramHandler);
@@ -489,13 +489,13 @@ TEST_F(CpuSignalHandlerTest, ReleaseAppliesTheProgramsDispositionAndFreesTheSign
   dfl.sa_handler = SIG_DFL;
   ASSERT_EQ(sigaction(signo, &dfl, nullptr), 0);
   EXPECT_EQ(CpuSamplingSignal(), signo);  // free again: chosen afresh
-  ASSERT_EQ(InstallCpuSignalHandler(signo, FakeCapture), 0);
+  ASSERT_TRUE(InstallCpuSignalHandler(signo, FakeCapture).ok());
   EXPECT_TRUE(GetCpuSignalStatus().handler_intact);
 }
 
 TEST_F(CpuSignalHandlerTest, ReleaseRefusesWhileSamplingIsOn) {
   SetCpuSamplingEnabled(true);
-  EXPECT_EQ(ReleaseCpuSignalHandler(0), EBUSY);
+  EXPECT_EQ(ReleaseCpuSignalHandler(0).code(), EBUSY);
   SetCpuSamplingEnabled(false);
   EXPECT_TRUE(IsCpuSamplingSignal(CpuSamplingSignal()));
 }

@@ -61,10 +61,10 @@ class NvmlPollerTest : public ::testing::Test {
     o.library_path = PEAKLINE_FAKE_NVML_PATH;
     o.pid_namespace = pid_namespace;
     o.max_buffered = max_buffered;
-    std::string why;
-    auto p = NvmlPoller::Open(o, &why);
-    EXPECT_NE(p, nullptr) << why;
-    return p;
+    Result<std::unique_ptr<NvmlPoller>> p = NvmlPoller::Open(o);
+    EXPECT_TRUE(p.ok()) << p.status().message();
+    if (!p.ok()) return nullptr;
+    return std::move(p).value();
   }
   int64_t ErrorCount(const NvmlPoller& p, GpuQuery q, int code) {
     for (const auto& [key, n] : p.Errors()) {
@@ -78,26 +78,24 @@ class NvmlPollerTest : public ::testing::Test {
 };
 
 TEST_F(NvmlPollerTest, MissingLibraryIsAReasonNotACrash) {
-  std::string why;
   NvmlPollerOptions o;
   o.library_path = "/nonexistent/libnvidia-ml.so.1";
-  EXPECT_EQ(NvmlPoller::Open(o, &why), nullptr);
+  const std::string why = NvmlPoller::Open(o).status().message();
   EXPECT_NE(why.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos) << why;
 }
 
 TEST_F(NvmlPollerTest, LibraryWithoutNvmlSymbolsIsRejected) {
-  std::string why;
-  EXPECT_EQ(NvmlLibrary::Open("libc.so.6", &why), nullptr);
+  const std::string why = NvmlLibrary::Open("libc.so.6").status().message();
   EXPECT_NE(why.find("not a usable NVML"), std::string::npos) << why;
 }
 
 TEST_F(NvmlPollerTest, EnvironmentVariableNamesTheLibrary) {
   setenv(kNvmlLibraryEnv, PEAKLINE_FAKE_NVML_PATH, 1);
-  std::string why;
-  auto lib = NvmlLibrary::Open("", &why);
+  Result<std::unique_ptr<NvmlLibrary>> lib = NvmlLibrary::Open("");
   unsetenv(kNvmlLibraryEnv);
-  ASSERT_NE(lib, nullptr) << why;
-  EXPECT_EQ(lib->names(), std::vector<std::string>{"Fake GPU"});
+  ASSERT_TRUE(lib.ok()) << lib.status().message();
+  ASSERT_NE(lib.value(), nullptr);
+  EXPECT_EQ(lib.value()->names(), std::vector<std::string>{"Fake GPU"});
 }
 
 TEST_F(NvmlPollerTest, InitFailuresAndNoDeviceGiveReasons) {
@@ -107,24 +105,21 @@ TEST_F(NvmlPollerTest, InitFailuresAndNoDeviceGiveReasons) {
   for (const auto& [code, name] : cases) {
     f_.reset();
     f_.fail("nvmlInit_v2", code);
-    std::string why;
-    EXPECT_EQ(NvmlLibrary::Open(PEAKLINE_FAKE_NVML_PATH, &why), nullptr);
-    EXPECT_EQ(why, std::string("nvmlInit_v2: ") + name);
+    EXPECT_EQ(NvmlLibrary::Open(PEAKLINE_FAKE_NVML_PATH).status().message(),
+              std::string("nvmlInit_v2: ") + name);
   }
   f_.reset();
   f_.set_device_count(0);
-  std::string why;
-  EXPECT_EQ(NvmlLibrary::Open(PEAKLINE_FAKE_NVML_PATH, &why), nullptr);
-  EXPECT_EQ(why, "no NVIDIA device");
+  EXPECT_EQ(NvmlLibrary::Open(PEAKLINE_FAKE_NVML_PATH).status().message(), "no NVIDIA device");
   EXPECT_EQ(f_.calls("init"), 0) << "nvmlShutdown must balance nvmlInit_v2";
   f_.reset();
   f_.fail("nvmlDeviceGetHandleByIndex_v2", kNvmlErrorNoPermission);
-  EXPECT_EQ(NvmlLibrary::Open(PEAKLINE_FAKE_NVML_PATH, &why), nullptr);
-  EXPECT_EQ(why, "no NVIDIA device is accessible");
+  EXPECT_EQ(NvmlLibrary::Open(PEAKLINE_FAKE_NVML_PATH).status().message(),
+            "no NVIDIA device is accessible");
   f_.reset();
   f_.fail("nvmlDeviceGetCount_v2", kNvmlErrorGpuIsLost);
-  EXPECT_EQ(NvmlLibrary::Open(PEAKLINE_FAKE_NVML_PATH, &why), nullptr);
-  EXPECT_EQ(why, "nvmlDeviceGetCount_v2: GPU_IS_LOST");
+  EXPECT_EQ(NvmlLibrary::Open(PEAKLINE_FAKE_NVML_PATH).status().message(),
+            "nvmlDeviceGetCount_v2: GPU_IS_LOST");
 }
 
 TEST_F(NvmlPollerTest, ReadsScriptedUtilisationAndOwnProcessMemory) {
@@ -270,9 +265,9 @@ TEST_F(NvmlPollerTest, ThreadPollsUntilStoppedAndSurvivesALostGpu) {
   NvmlPollerOptions o;
   o.library_path = PEAKLINE_FAKE_NVML_PATH;
   o.interval_ns = 10'000'000;
-  std::string why;
-  auto p = NvmlPoller::Open(o, &why);
-  ASSERT_NE(p, nullptr) << why;
+  Result<std::unique_ptr<NvmlPoller>> opened = NvmlPoller::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  std::unique_ptr<NvmlPoller> p = std::move(opened).value();
   p->Start();
   EXPECT_NE(p->thread_tid(), 0);
   EXPECT_NE(p->thread_tid(), getpid());

@@ -44,9 +44,9 @@ class ProcessHooksTest : public testing::Test {
   void SetUp() override {
     signo_ = cpu::CpuSamplingSignal();
     ASSERT_GT(signo_, 0);
-    ASSERT_EQ(cpu::InstallCpuSignalHandler(signo_, nullptr), 0);
-    std::string error;
-    ASSERT_TRUE(StartProcessHooks(SelfAddress(), &error)) << error;
+    ASSERT_TRUE(cpu::InstallCpuSignalHandler(signo_, nullptr).ok());
+    const Status started = StartProcessHooks(SelfAddress());
+    ASSERT_TRUE(started.ok()) << started.message();
     ASSERT_TRUE(ProcessHooksInstalled());
   }
   int signo_ = -1;
@@ -106,8 +106,8 @@ TEST_F(ProcessHooksTest, DlsymHandsOutAllocationHooksWhileTheyCountAndTheyStaySa
   ASSERT_NE(next_malloc, nullptr);
   EXPECT_EQ(prog_dlsym(RTLD_DEFAULT, "malloc"), real_malloc);  // memory hooks not started
   MemoryConfig config;
-  std::string error;
-  ASSERT_TRUE(StartMemoryHooks(config, &StackDepthCapture, SelfAddress(), &error)) << error;
+  const Status started = StartMemoryHooks(config, &StackDepthCapture, SelfAddress());
+  ASSERT_TRUE(started.ok()) << started.message();
   void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
   ASSERT_NE(libc, nullptr);
   auto* hooked_malloc = reinterpret_cast<void* (*)(size_t)>(prog_dlsym(RTLD_DEFAULT, "malloc"));

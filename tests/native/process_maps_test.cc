@@ -24,8 +24,8 @@ std::string ObjectOf(const void* address) {
 
 TEST(ProcessMapsTest, FindsLibcFunctionsWhereTheDynamicLinkerPutThem) {
   ProcessMaps maps;
-  std::string error;
-  ASSERT_TRUE(maps.Load(getpid(), &error)) << error;
+  const Status loaded = maps.Load(getpid());
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
   void* real_mmap = dlsym(RTLD_DEFAULT, "mmap");
   void* real_munmap = dlsym(RTLD_DEFAULT, "munmap");
   ASSERT_NE(real_mmap, nullptr);
@@ -43,8 +43,8 @@ TEST(ProcessMapsTest, FindsLibcFunctionsWhereTheDynamicLinkerPutThem) {
 
 TEST(ProcessMapsTest, NamesTheExecutable) {
   ProcessMaps maps;
-  std::string error;
-  ASSERT_TRUE(maps.Load(getpid(), &error)) << error;
+  const Status loaded = maps.Load(getpid());
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
   char exe[4096];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   ASSERT_GT(n, 0);
@@ -53,16 +53,16 @@ TEST(ProcessMapsTest, NamesTheExecutable) {
 
 TEST(ProcessMapsTest, ReportsAProcessThatDoesNotExist) {
   ProcessMaps maps;
-  std::string error;
-  EXPECT_FALSE(maps.Load(999999999, &error));
-  EXPECT_NE(error.find("/proc/999999999/maps"), std::string::npos) << error;
+  const Status loaded = maps.Load(999999999);
+  EXPECT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.message().find("/proc/999999999/maps"), std::string::npos) << loaded.message();
 }
 
 TEST(ElfSymbolsTest, RejectsAFileThatIsNotElf) {
   ElfSymbols elf;
-  std::string error;
-  EXPECT_FALSE(elf.Open("/proc/self/status", &error));
-  EXPECT_FALSE(error.empty());
+  const Status opened = elf.Open("/proc/self/status");
+  EXPECT_FALSE(opened.ok());
+  EXPECT_FALSE(opened.message().empty());
 }
 
 }  // namespace

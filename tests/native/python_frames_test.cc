@@ -72,7 +72,8 @@ PyObject* Capture(PyObject*, PyObject* arg) {
                      ForeignCodeLooksAlive(foreign_frames[i]);
   }
   if (!foreign_agrees) ++g_foreign_disagreements;
-  const char* problem = SelfCheckFrameLayout();
+  const Status check = SelfCheckFrameLayout();
+  const char* problem = check.ok() ? nullptr : check.message().c_str();
   PyObject* list = PyList_New(0);
   PyFrameObject* frame = PyThreadState_GetFrame(PyThreadState_Get());  // new reference
   for (int i = 0; i < r.nframes; ++i) {
@@ -469,9 +470,9 @@ TEST_F(PythonFramesTest, GarbageCurrentFrameIsDroppedNotFollowed) {
 
 TEST_F(PythonFramesTest, SelfCheckNeedsAFrame) {
   // Called from C with no Python frame on the stack, the check has nothing to compare.
-  const char* problem = SelfCheckFrameLayout();
-  ASSERT_NE(problem, nullptr);
-  EXPECT_STREQ(problem, "no Python frame to check against");
+  const Status check = SelfCheckFrameLayout();
+  ASSERT_FALSE(check.ok());
+  EXPECT_EQ(check.message(), "no Python frame to check against");
   RawFrame frames[4];
   const StackRead r = ReadPythonStack(PyThreadState_Get(), frames, 4);
   EXPECT_EQ(r.nframes, 0);

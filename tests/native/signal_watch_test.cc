@@ -34,18 +34,18 @@ void InstallCounting(int signo) {
 
 TEST(SignalWatch, RefusesDefaultAndIgnoredDispositions) {
   signal(SIGUSR2, SIG_DFL);
-  EXPECT_NE(WatchSignal(SIGUSR2), 0);
+  EXPECT_FALSE(WatchSignal(SIGUSR2).ok());
   signal(SIGUSR2, SIG_IGN);
-  EXPECT_NE(WatchSignal(SIGUSR2), 0);
-  EXPECT_NE(WatchSignal(0), 0);
-  EXPECT_NE(WatchSignal(1000), 0);
+  EXPECT_FALSE(WatchSignal(SIGUSR2).ok());
+  EXPECT_FALSE(WatchSignal(0).ok());
+  EXPECT_FALSE(WatchSignal(1000).ok());
 }
 
 TEST(SignalWatch, ChainsThePreviousHandlerAndKicksUntilHandled) {
   g_calls = 0;
   InstallCounting(SIGUSR1);
-  ASSERT_EQ(WatchSignal(SIGUSR1), 0);
-  ASSERT_EQ(WatchSignal(SIGUSR1), 0);  // twice: still one wrapper, no self-chaining
+  ASSERT_TRUE(WatchSignal(SIGUSR1).ok());
+  ASSERT_TRUE(WatchSignal(SIGUSR1).ok());  // twice: still one wrapper, no self-chaining
   const pid_t me = Tid();
   SignalKickPolicy policy;
   policy.first_after_ns = 1'000'000;
@@ -79,7 +79,7 @@ TEST(SignalWatch, TheKickWakesAThreadThatBlockedAfterTheSignal) {
     sa.sa_flags &= ~SA_RESTART;  // as CPython installs its handlers
     sigaction(SIGUSR1, &sa, nullptr);
   }
-  ASSERT_EQ(WatchSignal(SIGUSR1), 0);
+  ASSERT_TRUE(WatchSignal(SIGUSR1).ok());
   std::atomic<pid_t> sleeper_tid{0};
   std::atomic<int> woke_with{0};
   std::thread sleeper([&] {
@@ -111,7 +111,7 @@ TEST(SignalWatch, GivesUpAndDiesByTheSignalWhenTheHandlerNeverRuns) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     InstallCounting(SIGTERM);
-    if (WatchSignal(SIGTERM) != 0) _exit(3);
+    if (!WatchSignal(SIGTERM).ok()) _exit(3);
     raise(SIGTERM);
     SignalKickPolicy policy;
     policy.give_up_ns = 1'000'000;
@@ -129,7 +129,7 @@ TEST(SignalWatch, GivesUpAndDiesByTheSignalWhenTheHandlerNeverRuns) {
 TEST(SignalWatch, AForkChildForgetsItsParentsArrivals) {
   g_calls = 0;
   InstallCounting(SIGUSR1);
-  ASSERT_EQ(WatchSignal(SIGUSR1), 0);
+  ASSERT_TRUE(WatchSignal(SIGUSR1).ok());
   raise(SIGUSR1);  // arrived, not handled
   const pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -153,10 +153,10 @@ TEST(SignalWatch, AnArrivalSurvivesANewHandlerAndAReWatch) {
   // still be re-sent, or the child waits forever on a queue nobody fills.
   g_calls = 0;
   InstallCounting(SIGUSR1);
-  ASSERT_EQ(WatchSignal(SIGUSR1), 0);
+  ASSERT_TRUE(WatchSignal(SIGUSR1).ok());
   raise(SIGUSR1);  // arrived, not handled
   InstallCounting(SIGUSR1);  // the wrapper is replaced...
-  ASSERT_EQ(WatchSignal(SIGUSR1), 0);  // ...and installed again
+  ASSERT_TRUE(WatchSignal(SIGUSR1).ok());  // ...and installed again
   SignalKickPolicy policy;
   policy.first_after_ns = 0;
   EXPECT_EQ(KickPendingSignals(Tid(), MonotonicNowNs(), policy), 1);
@@ -168,7 +168,7 @@ TEST(SignalWatch, AnArrivalSurvivesANewHandlerAndAReWatch) {
 TEST(SignalWatch, AForkChildKeepsItsOwnArrivalBesideItsParents) {
   g_calls = 0;
   InstallCounting(SIGUSR1);
-  ASSERT_EQ(WatchSignal(SIGUSR1), 0);
+  ASSERT_TRUE(WatchSignal(SIGUSR1).ok());
   raise(SIGUSR1);  // the parent's arrival, not handled
   const pid_t child = fork();
   ASSERT_GE(child, 0);

@@ -309,12 +309,11 @@ class SymbolPatcherTest : public ::testing::Test {
   }
 
   bool Install(const std::vector<Interposition>& table, bool skip_executable) {
-    std::string error;
-    bool ok = patcher_.Install(table.data(), table.size(),
-                               skip_executable ? kSkipExecutable : nullptr,
-                               skip_executable ? 1 : 0, &error);
-    EXPECT_TRUE(ok) << error;
-    return ok;
+    const Status installed = patcher_.Install(table.data(), table.size(),
+                                              skip_executable ? kSkipExecutable : nullptr,
+                                              skip_executable ? 1 : 0);
+    EXPECT_TRUE(installed.ok()) << installed.message();
+    return installed.ok();
   }
 
   SymbolPatcher patcher_;
@@ -398,8 +397,8 @@ TEST_F(SymbolPatcherTest, SkipsTheObjectsOfSkipAddresses) {
   const void* skip[] = {reinterpret_cast<const void*>(relro_lib_.malloc_plt),
                         reinterpret_cast<const void*>(&SkipAnchor)};
   std::vector<Interposition> table = Table();
-  std::string error;
-  ASSERT_TRUE(patcher_.Install(table.data(), table.size(), skip, 2, &error)) << error;
+  const Status installed = patcher_.Install(table.data(), table.size(), skip, 2);
+  ASSERT_TRUE(installed.ok()) << installed.message();
   ExerciseTestAlloc(relro_lib_, /*patched=*/false);
 }
 
@@ -478,22 +477,23 @@ TEST_F(SymbolPatcherTest, InstallFailsWithoutPatchingAnything) {
   void* missing_original = nullptr;
   table.push_back(Interposition{"peakline_no_such_function",
                                 reinterpret_cast<void*>(&CountingMalloc), &missing_original});
-  std::string error;
-  EXPECT_FALSE(patcher_.Install(table.data(), table.size(), kSkipExecutable, 1, &error));
-  EXPECT_NE(error.find("peakline_no_such_function"), std::string::npos) << error;
+  Status error = patcher_.Install(table.data(), table.size(), kSkipExecutable, 1);
+  EXPECT_FALSE(error.ok());
+  EXPECT_NE(error.message().find("peakline_no_such_function"), std::string::npos)
+      << error.message();
   EXPECT_FALSE(patcher_.installed());
   ExerciseTestAlloc(relro_lib_, /*patched=*/false);
 
   std::vector<Interposition> twice = Table();
   twice.push_back(twice.front());
-  error.clear();
-  EXPECT_FALSE(patcher_.Install(twice.data(), twice.size(), kSkipExecutable, 1, &error));
-  EXPECT_FALSE(error.empty());
+  error = patcher_.Install(twice.data(), twice.size(), kSkipExecutable, 1);
+  EXPECT_FALSE(error.ok());
+  EXPECT_FALSE(error.message().empty());
 
   ASSERT_TRUE(Install(Table(), true));
-  error.clear();
-  EXPECT_FALSE(patcher_.Install(table.data(), table.size(), kSkipExecutable, 1, &error));
-  EXPECT_NE(error.find("already"), std::string::npos) << error;
+  error = patcher_.Install(table.data(), table.size(), kSkipExecutable, 1);
+  EXPECT_FALSE(error.ok());
+  EXPECT_NE(error.message().find("already"), std::string::npos) << error.message();
   ExerciseTestAlloc(relro_lib_, /*patched=*/true);
 }
 

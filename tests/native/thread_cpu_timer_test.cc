@@ -163,9 +163,9 @@ TEST(ArmThreadCpuTimerTest, DeliversSivalToTheArmedThread) {
   counter.tid = CurrentTid();
   Register(0, &counter);
   timer_t timer;
-  ASSERT_EQ(ArmThreadCpuTimer(CurrentTid(), TestSignal(), &counter, kIntervalNs, kIntervalNs,
-                              &timer),
-            0);
+  ASSERT_TRUE(ArmThreadCpuTimer(CurrentTid(), TestSignal(), &counter, kIntervalNs, kIntervalNs,
+                                &timer)
+                  .ok());
   const int64_t start = OwnCpuNs();
   BurnUntil(counter.expiries, 5, 50'000'000, 3'000'000'000);
   const int64_t burned = OwnCpuNs() - start;
@@ -183,9 +183,9 @@ TEST(ArmThreadCpuTimerTest, SleepingThreadGetsNoSignals) {
   counter.tid = CurrentTid();
   Register(0, &counter);
   timer_t timer;
-  ASSERT_EQ(ArmThreadCpuTimer(CurrentTid(), TestSignal(), &counter, kIntervalNs, kIntervalNs,
-                              &timer),
-            0);
+  ASSERT_TRUE(ArmThreadCpuTimer(CurrentTid(), TestSignal(), &counter, kIntervalNs, kIntervalNs,
+                                &timer)
+                  .ok());
   usleep(100'000);  // 100 ms of wall time, ~no CPU time: the CPU clock barely moves
   ASSERT_EQ(timer_delete(timer), 0);
   EXPECT_EQ(counter.expiries.load(), 0);
@@ -197,7 +197,7 @@ TEST(ArmThreadCpuTimerTest, ZeroFirstExpiryStillArms) {
   counter.tid = CurrentTid();
   Register(0, &counter);
   timer_t timer;
-  ASSERT_EQ(ArmThreadCpuTimer(CurrentTid(), TestSignal(), &counter, kIntervalNs, 0, &timer), 0);
+  ASSERT_TRUE(ArmThreadCpuTimer(CurrentTid(), TestSignal(), &counter, kIntervalNs, 0, &timer).ok());
   BurnUntil(counter.expiries, 2, 0, 3'000'000'000);
   ASSERT_EQ(timer_delete(timer), 0);
   EXPECT_GE(counter.expiries.load(), 2);
@@ -220,7 +220,8 @@ TEST(ArmThreadCpuTimerTest, SignalIsDirectedAtTheThreadNotTheProcess) {
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     timer_t timer;
     arm_err = ArmThreadCpuTimer(CurrentTid(), TestSignal(), &counter, kIntervalNs, kIntervalNs,
-                                &timer);
+                                &timer)
+                  .code();
     if (arm_err != 0) return;
     // Burn until the kernel has queued the expiry on this thread (pending while blocked).
     const int64_t start = OwnCpuNs();
@@ -249,9 +250,11 @@ TEST(ArmThreadCpuTimerTest, FailsForADeadThread) {
   pid_t dead = 0;
   std::thread([&] { dead = CurrentTid(); }).join();
   timer_t timer;
-  const int err = ArmThreadCpuTimer(dead, TestSignal(), nullptr, kIntervalNs, kIntervalNs, &timer);
-  EXPECT_NE(err, 0);
-  if (err == 0) timer_delete(timer);
+  const Status armed =
+      ArmThreadCpuTimer(dead, TestSignal(), nullptr, kIntervalNs, kIntervalNs, &timer);
+  EXPECT_FALSE(armed.ok());
+  EXPECT_NE(armed.code(), 0) << armed.message();
+  if (armed.ok()) timer_delete(timer);
 }
 
 // Three threads burn CPU in the ratio 4:2:1, each with a timer on its own CPU clock. Each
@@ -286,7 +289,8 @@ TEST(ArmThreadCpuTimerTest, CountsAreProportionalToEachThreadsCpuTime) {
       timer_t timer;
       const int64_t start = OwnCpuNs();
       arm_err[t] = ArmThreadCpuTimer(CurrentTid(), TestSignal(), &counters[t], kIntervalNs,
-                                     kIntervalNs, &timer);
+                                     kIntervalNs, &timer)
+                       .code();
       if (arm_err[t] != 0) return;
       BurnCpuNs(weights[t] * kUnitNs);
       // Catch-up window (see above): until expiries >= 90% of CPU time / interval.

@@ -24,7 +24,9 @@
 
 #include "aggregate/reported_files.h"
 #include "aggregate/stack_table.h"
+#include "base/thread_annotations.h"
 #include "python/code_resolver.h"
+#include "python/gil.h"
 #include "transport/event_stager.h"
 #include "transport/memory_event.h"
 
@@ -63,12 +65,12 @@ class MemoryAggregator {
   // GIL held, after the hooks started: starts the thread that stages the events' ring while
   // the GIL is held elsewhere (transport/event_stager.h). StopStaging joins it (GIL released or
   // held: it never takes the GIL).
-  void StartStaging();
+  void StartStaging() PEAKLINE_REQUIRES(python::gil);
   void StopStaging() { stager_.Stop(); }
   // GIL held: drain what was staged, then the events' ring.
-  void Drain();
+  void Drain() PEAKLINE_REQUIRES(python::gil);
   // GIL held: once per tick — global timeline point(s) and per-line timeline points.
-  void OnTick(int64_t now_ns);
+  void OnTick(int64_t now_ns) PEAKLINE_REQUIRES(python::gil);
 
   int64_t LiveAtPeak(const StackCounters& c) const {
     return c.peak_epoch == peak_epoch_ ? c.live_at_epoch_start : c.live_bytes;

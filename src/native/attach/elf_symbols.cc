@@ -15,38 +15,35 @@ ElfSymbols::~ElfSymbols() {
   if (data_ != nullptr) munmap(const_cast<unsigned char*>(data_), size_);
 }
 
-bool ElfSymbols::Open(const std::string& file, std::string* error) {
+Status ElfSymbols::Open(const std::string& file) {
   if (data_ != nullptr) munmap(const_cast<unsigned char*>(data_), size_);
   data_ = nullptr;
   int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    *error = "cannot open " + file + ": " + std::strerror(errno);
-    return false;
+    const int err = errno;
+    return Status::FromErrno(err, "cannot open " + file);
   }
   struct stat st {};
   if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) {
     close(fd);
-    *error = file + " is not an ELF file";
-    return false;
+    return Status::Error(file + " is not an ELF file");
   }
   void* map = mmap(nullptr, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
   if (map == MAP_FAILED) {
-    *error = "cannot map " + file + ": " + std::strerror(errno);
-    return false;
+    const int err = errno;
+    return Status::FromErrno(err, "cannot map " + file);
   }
   data_ = static_cast<const unsigned char*>(map);
   size_ = static_cast<size_t>(st.st_size);
   const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(data_);
   if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
       eh->e_ident[EI_DATA] != ELFDATA2LSB) {
-    *error = file + " is not a 64-bit little-endian ELF file";
-    return false;
+    return Status::Error(file + " is not a 64-bit little-endian ELF file");
   }
   fixed_address_ = eh->e_type == ET_EXEC;
   if (eh->e_phoff + static_cast<uint64_t>(eh->e_phnum) * sizeof(Elf64_Phdr) > size_) {
-    *error = file + ": program headers out of range";
-    return false;
+    return Status::Error(file + ": program headers out of range");
   }
   const auto* ph = reinterpret_cast<const Elf64_Phdr*>(data_ + eh->e_phoff);
   for (int i = 0; i < eh->e_phnum; ++i) {
@@ -55,7 +52,7 @@ bool ElfSymbols::Open(const std::string& file, std::string* error) {
       break;
     }
   }
-  return true;
+  return Status();
 }
 
 std::optional<uint64_t> ElfSymbols::Find(const std::string& name) const {

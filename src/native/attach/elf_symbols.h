@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "base/status.h"
+
 namespace peakline::attach {
 
 class ElfSymbols {
@@ -17,8 +19,8 @@ class ElfSymbols {
   ElfSymbols(const ElfSymbols&) = delete;
   ElfSymbols& operator=(const ElfSymbols&) = delete;
 
-  // Maps the file; false (and *error) when it is not a readable 64-bit ELF file.
-  [[nodiscard]] bool Open(const std::string& file, std::string* error);
+  // Maps the file; fails when it is not a readable 64-bit ELF file.
+  Status Open(const std::string& file);
 
   // st_value of a defined symbol `name` (.dynsym first, then .symtab), or nullopt.
   std::optional<uint64_t> Find(const std::string& name) const;

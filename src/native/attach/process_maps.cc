@@ -17,14 +17,14 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-bool ProcessMaps::Load(pid_t pid, std::string* error) {
+Status ProcessMaps::Load(pid_t pid) {
   pid_ = pid;
   mappings_.clear();
   const std::string where = "/proc/" + std::to_string(pid) + "/maps";
   std::ifstream in(where);
   if (!in) {
-    *error = "cannot read " + where + ": " + std::strerror(errno);
-    return false;
+    const int err = errno;
+    return Status::FromErrno(err, "cannot read " + where);
   }
   std::string line;
   errno = 0;
@@ -46,15 +46,16 @@ bool ProcessMaps::Load(pid_t pid, std::string* error) {
     mappings_.push_back(std::move(m));
   }
   if (mappings_.empty()) {
-    if (errno == 0) errno = EACCES;  // readable file, unreadable content: ptrace access denied
-    *error = "cannot read " + where + " (no mappings: not permitted, or the process is gone)";
-    return false;
+    // A readable file with unreadable content: ptrace access denied.
+    const int err = errno != 0 ? errno : EACCES;
+    return Status::Error(
+        "cannot read " + where + " (no mappings: not permitted, or the process is gone)", err);
   }
   char exe[4096];
   const std::string link = "/proc/" + std::to_string(pid) + "/exe";
   const ssize_t n = readlink(link.c_str(), exe, sizeof(exe) - 1);
   executable_ = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
-  return true;
+  return Status();
 }
 
 std::vector<std::string> ProcessMaps::Objects() const {
@@ -81,9 +82,7 @@ std::optional<uint64_t> ProcessMaps::SymbolAddress(const std::string& path,
   if (!found) return std::nullopt;
   // The target's own view of the file (its mount namespace), then the path as it reads.
   ElfSymbols elf;
-  std::string error;
-  if (!elf.Open("/proc/" + std::to_string(pid_) + "/root" + path, &error) &&
-      !elf.Open(path, &error)) {
+  if (!elf.Open("/proc/" + std::to_string(pid_) + "/root" + path).ok() && !elf.Open(path).ok()) {
     return std::nullopt;
   }
   const std::optional<uint64_t> value = elf.Find(name);

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
+
 namespace peakline::attach {
 
 struct Mapping {
@@ -26,8 +28,9 @@ struct Mapping {
 
 class ProcessMaps {
  public:
-  // Reads /proc/PID/maps; false (and *error) when it cannot be read.
-  [[nodiscard]] bool Load(pid_t pid, std::string* error);
+  // Reads /proc/PID/maps; fails when it cannot be read, with the errno value as the code
+  // (EACCES when it reads empty: not permitted to trace, or the process is gone).
+  Status Load(pid_t pid);
 
   const std::vector<Mapping>& mappings() const { return mappings_; }
   // Path of the process's executable as its maps name it ("" when unknown).

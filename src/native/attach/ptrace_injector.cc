@@ -54,7 +54,7 @@ bool BlocksWithoutLocks(long nr) {
   }
 }
 
-std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+Status Errno(const char* what) { return Status::FromErrno(errno, what); }
 
 int64_t NowMs() { return cpu::MonotonicNowNs() / 1'000'000; }
 
@@ -85,14 +85,16 @@ std::string PermissionAdvice(pid_t pid) {
   return text;
 }
 
-// Fills python_object and the interpreter's symbols; "" or why not.
-std::string FindSymbols(pid_t pid, ProcessMaps* maps, Symbols* s, std::string* python_object) {
-  std::string error;
-  if (!maps->Load(pid, &error)) {
+// Fills python_object and the interpreter's symbols; fails saying why not.
+Status FindSymbols(pid_t pid, ProcessMaps* maps, Symbols* s, std::string* python_object) {
+  if (Status loaded = maps->Load(pid); !loaded.ok()) {
     if (access(("/proc/" + std::to_string(pid)).c_str(), F_OK) != 0) {
-      return "no process " + std::to_string(pid);
+      return Status::Error("no process " + std::to_string(pid));
     }
-    return errno == EACCES || errno == EPERM ? PermissionAdvice(pid) : error;
+    if (loaded.code() == EACCES || loaded.code() == EPERM) {
+      return Status::Error(PermissionAdvice(pid), loaded.code());
+    }
+    return loaded;
   }
   std::vector<std::string> candidates;
   if (!maps->executable().empty()) candidates.push_back(maps->executable());
@@ -112,14 +114,15 @@ std::string FindSymbols(pid_t pid, ProcessMaps* maps, Symbols* s, std::string* p
     break;
   }
   if (s->add_pending_call == 0) {
-    return "process " + std::to_string(pid) + " is not a CPython process (" +
-           (maps->executable().empty() ? std::string("?") : maps->executable()) +
-           " and its libraries define no Py_AddPendingCall)";
+    return Status::Error("process " + std::to_string(pid) + " is not a CPython process (" +
+                         (maps->executable().empty() ? std::string("?") : maps->executable()) +
+                         " and its libraries define no Py_AddPendingCall)");
   }
   if (s->run_simple_string == 0 || s->gil_ensure == 0 || s->gil_release == 0 ||
       s->gil_check == 0) {
-    return "process " + std::to_string(pid) + ": " + *python_object +
-           " lacks part of the C API peakline needs (PyRun_SimpleString, PyGILState_*)";
+    return Status::Error(
+        "process " + std::to_string(pid) + ": " + *python_object +
+        " lacks part of the C API peakline needs (PyRun_SimpleString, PyGILState_*)");
   }
   for (const std::string& path : maps->Objects()) {
     if (!IsLibc(path)) continue;
@@ -128,9 +131,10 @@ std::string FindSymbols(pid_t pid, ProcessMaps* maps, Symbols* s, std::string* p
     if (s->mmap != 0 && s->munmap != 0) break;
   }
   if (s->mmap == 0 || s->munmap == 0) {
-    return "process " + std::to_string(pid) + ": cannot find mmap/munmap in its C library";
+    return Status::Error("process " + std::to_string(pid) +
+                         ": cannot find mmap/munmap in its C library");
   }
-  return "";
+  return Status();
 }
 
 bool ReadRemote(pid_t pid, uint64_t address, void* out, size_t n) {
@@ -159,20 +163,20 @@ bool WriteRemote(pid_t pid, uint64_t address, const void* data, size_t n) {
 }
 
 // Why a process cannot be traced, read before trying (clearer than EPERM alone).
-std::string AccessProblem(pid_t pid) {
+Status AccessProblem(pid_t pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  if (!status) return "no process " + std::to_string(pid);
+  if (!status) return Status::Error("no process " + std::to_string(pid));
   std::string line;
   while (std::getline(status, line)) {
     if (line.rfind("TracerPid:", 0) == 0) {
       const long tracer = std::strtol(line.c_str() + 10, nullptr, 10);
       if (tracer != 0) {
-        return "process " + std::to_string(pid) + " is already traced by process " +
-               std::to_string(tracer) + " (a debugger or another profiler)";
+        return Status::Error("process " + std::to_string(pid) + " is already traced by process " +
+                             std::to_string(tracer) + " (a debugger or another profiler)");
       }
     }
   }
-  return "";
+  return Status();
 }
 
 // The tracee: one stopped thread whose state is saved on stop and restored on Detach.
@@ -180,10 +184,10 @@ class Tracee {
  public:
   explicit Tracee(pid_t tid, int wait_ms) : tid_(tid), wait_ms_(wait_ms) {}
 
-  std::string Seize() {
+  Status Seize() {
     if (ptrace(PTRACE_SEIZE, tid_, nullptr, nullptr) != 0) {
-      if (errno == EPERM) return PermissionAdvice(tid_);
-      if (errno == ESRCH) return "no process " + std::to_string(tid_);
+      if (errno == EPERM) return Status::Error(PermissionAdvice(tid_), EPERM);
+      if (errno == ESRCH) return Status::Error("no process " + std::to_string(tid_), ESRCH);
       return Errno("PTRACE_SEIZE");
     }
     seized_ = true;
@@ -191,13 +195,13 @@ class Tracee {
     // Wait for the interrupt stop; a signal that arrives first is delivered as usual.
     for (;;) {
       int status = 0;
-      std::string error = Wait(&status);
-      if (!error.empty()) return error;
+      if (Status stop = Wait(&status); !stop.ok()) return stop;
       const int event = status >> 16;
       const int sig = WSTOPSIG(status);
       if (event == PTRACE_EVENT_STOP) {
         if (sig != SIGTRAP) {
-          return "process " + std::to_string(tid_) + " is stopped (job control); continue it first";
+          return Status::Error("process " + std::to_string(tid_) +
+                               " is stopped (job control); continue it first");
         }
         break;
       }
@@ -227,14 +231,14 @@ class Tracee {
       return Errno("PTRACE_SETSIGMASK");
     }
     mask_changed_ = true;
-    return "";
+    return Status();
   }
 
   const user_regs_struct& saved() const { return saved_regs_; }
 
   // Calls fn(args...) on the stopped thread; its rax in *result.
-  std::string Call(uint64_t fn, std::initializer_list<uint64_t> args, uint64_t* result,
-                   bool bounded) {
+  Status Call(uint64_t fn, std::initializer_list<uint64_t> args, uint64_t* result,
+              bool bounded) {
     user_regs_struct regs = saved_regs_;
     regs.orig_rax = static_cast<uint64_t>(-1);
     regs.rip = fn;
@@ -251,8 +255,7 @@ class Tracee {
     if (ptrace(PTRACE_CONT, tid_, nullptr, nullptr) != 0) return Errno("PTRACE_CONT");
     for (;;) {
       int status = 0;
-      std::string error = Wait(&status, bounded);
-      if (!error.empty()) return error;
+      if (Status stop = Wait(&status, bounded); !stop.ok()) return stop;
       const int event = status >> 16;
       const int sig = WSTOPSIG(status);
       if (event == PTRACE_EVENT_STOP) {  // job control stop meanwhile: keep going
@@ -263,18 +266,18 @@ class Tracee {
       if (ptrace(PTRACE_GETREGS, tid_, nullptr, &now) != 0) return Errno("PTRACE_GETREGS");
       if (sig == SIGSEGV && now.rip == 0) {
         *result = now.rax;
-        return "";
+        return Status();
       }
       char text[160];
       std::snprintf(text, sizeof(text), "the target got signal %d at 0x%llx inside an injected call",
                     sig, static_cast<unsigned long long>(now.rip));
-      return text;
+      return Status::Error(text);
     }
   }
 
   // Restores the saved state and lets the thread go. Safe to call in any state.
-  std::string Detach() {
-    std::string error;
+  Status Detach() {
+    Status error;
     if (stopped_) {
       if (mask_changed_ &&
           ptrace(PTRACE_SETSIGMASK, tid_, reinterpret_cast<void*>(sizeof(uint64_t)), &saved_mask_) != 0) {
@@ -292,7 +295,7 @@ class Tracee {
         error = Errno("restoring the registers");
       }
     }
-    if (seized_ && ptrace(PTRACE_DETACH, tid_, nullptr, nullptr) != 0 && error.empty() &&
+    if (seized_ && ptrace(PTRACE_DETACH, tid_, nullptr, nullptr) != 0 && error.ok() &&
         errno != ESRCH) {
       error = Errno("PTRACE_DETACH");
     }
@@ -302,23 +305,23 @@ class Tracee {
 
  private:
   // Waits for the next stop of the tracee (at most wait_ms_ when bounded).
-  std::string Wait(int* status, bool bounded = true) {
+  Status Wait(int* status, bool bounded = true) {
     const int64_t deadline = NowMs() + wait_ms_;
     for (;;) {
       const pid_t r = waitpid(tid_, status, __WALL | WNOHANG);
       if (r == tid_) break;
       if (r < 0 && errno != EINTR) return Errno("waitpid");
       if (bounded && NowMs() > deadline) {
-        return "process " + std::to_string(tid_) + " did not stop within " +
-               std::to_string(wait_ms_) + " ms (uninterruptible sleep?)";
+        return Status::Error("process " + std::to_string(tid_) + " did not stop within " +
+                             std::to_string(wait_ms_) + " ms (uninterruptible sleep?)");
       }
       usleep(1000);
     }
     if (WIFEXITED(*status) || WIFSIGNALED(*status)) {
       seized_ = stopped_ = false;
-      return "process " + std::to_string(tid_) + " ended";
+      return Status::Error("process " + std::to_string(tid_) + " ended");
     }
-    return "";
+    return Status();
   }
 
   pid_t tid_;
@@ -345,31 +348,25 @@ class TerminationSignalsBlocked {
   sigset_t old_;
 };
 
-InjectResult Inject(pid_t pid, std::string code, int wait_ms) {
-  InjectResult out;
+Result<Injection> Inject(pid_t pid, std::string code, int wait_ms) {
+  Injection out;
   ProcessMaps maps;
   Symbols sym;
   std::string python_object;
-  if (std::string e = FindSymbols(pid, &maps, &sym, &python_object); !e.empty()) {
-    out.error = e;
-    return out;
-  }
-  if (std::string e = AccessProblem(pid); !e.empty()) {
-    out.error = e;
-    return out;
-  }
+  if (Status found = FindSymbols(pid, &maps, &sym, &python_object); !found.ok()) return found;
+  if (Status traceable = AccessProblem(pid); !traceable.ok()) return traceable;
   const size_t placeholder = code.find(kPagePlaceholder);
   const uint64_t length = ((code.size() + 1 + 4095) / 4096) * 4096;
 
   TerminationSignalsBlocked quiet;
   Tracee t(pid, wait_ms);
-  std::string error = t.Seize();
-  auto fail = [&](const std::string& why) {
-    const std::string restore = t.Detach();
-    out.error = restore.empty() ? why : why + "; " + restore;
-    return out;
+  // Every failure after the seize lets the thread go first; a failure to restore it is added.
+  auto fail = [&t](const Status& why) -> Result<Injection> {
+    const Status restore = t.Detach();
+    if (restore.ok()) return why;
+    return Status::Error(why.message() + "; " + restore.message(), why.code());
   };
-  if (!error.empty()) return fail(error);
+  if (Status seized = t.Seize(); !seized.ok()) return fail(seized);
 
   const user_regs_struct& r = t.saved();
   const long nr = static_cast<long>(r.orig_rax);
@@ -378,8 +375,9 @@ InjectResult Inject(pid_t pid, std::string code, int wait_ms) {
   for (long x : kRestartResults) interrupted = interrupted || (nr >= 0 && result == x);
   bool direct = false;
   uint64_t value = 0;
+  Status error;
   if (interrupted && BlocksWithoutLocks(nr)) {
-    if (error = t.Call(sym.gil_check, {}, &value, true); !error.empty()) return fail(error);
+    if (error = t.Call(sym.gil_check, {}, &value, true); !error.ok()) return fail(error);
     direct = static_cast<int>(value) == 0;
   }
   out.mode = direct ? "direct" : "pending-call";
@@ -388,10 +386,12 @@ InjectResult Inject(pid_t pid, std::string code, int wait_ms) {
   if (error = t.Call(sym.mmap, {0, length, PROT_READ | PROT_WRITE,
                                 MAP_PRIVATE | MAP_ANONYMOUS, static_cast<uint64_t>(-1), 0},
                      &page, true);
-      !error.empty()) {
+      !error.ok()) {
     return fail(error);
   }
-  if (page == 0 || page >= static_cast<uint64_t>(-4096)) return fail("mmap failed in the target");
+  if (page == 0 || page >= static_cast<uint64_t>(-4096)) {
+    return fail(Status::Error("mmap failed in the target"));
+  }
   out.page = page;
   if (placeholder != std::string::npos) {
     char text[32];
@@ -406,28 +406,29 @@ InjectResult Inject(pid_t pid, std::string code, int wait_ms) {
     uint64_t gil_state = 0, ignored = 0;
     // Unbounded: PyGILState_Ensure waits for the GIL, and the code runs to its end (the
     // bootstrap only starts the session and a thread). Giving up half-way is not an option.
-    if (error = t.Call(sym.gil_ensure, {}, &gil_state, false); !error.empty()) return fail(error);
-    if (error = t.Call(sym.run_simple_string, {page}, &ignored, false); !error.empty()) {
+    if (error = t.Call(sym.gil_ensure, {}, &gil_state, false); !error.ok()) return fail(error);
+    if (error = t.Call(sym.run_simple_string, {page}, &ignored, false); !error.ok()) {
       return fail(error);
     }
-    if (error = t.Call(sym.gil_release, {gil_state}, &ignored, true); !error.empty()) {
+    if (error = t.Call(sym.gil_release, {gil_state}, &ignored, true); !error.ok()) {
       return fail(error);
     }
-    if (error = t.Call(sym.munmap, {page, length}, &ignored, true); !error.empty()) {
+    if (error = t.Call(sym.munmap, {page, length}, &ignored, true); !error.ok()) {
       return fail(error);
     }
   } else {
     if (error = t.Call(sym.add_pending_call, {sym.run_simple_string, page}, &value, true);
-        !error.empty()) {
+        !error.ok()) {
       return fail(error);
     }
     if (static_cast<int>(value) != 0) {
       uint64_t ignored = 0;
-      error = t.Call(sym.munmap, {page, length}, &ignored, true);
-      return fail("the target's pending-call queue is full; try again");
+      // The page goes back if it can; the queue being full is what the caller needs to know.
+      (void)t.Call(sym.munmap, {page, length}, &ignored, true);
+      return fail(Status::Error("the target's pending-call queue is full; try again"));
     }
   }
-  if (error = t.Detach(); !error.empty()) out.error = error;
+  if (error = t.Detach(); !error.ok()) return error;
   return out;
 }
 
@@ -435,36 +436,38 @@ InjectResult Inject(pid_t pid, std::string code, int wait_ms) {
 
 }  // namespace
 
-TargetInfo ProbeTarget(pid_t pid) {
-  TargetInfo info;
+Result<TargetInfo> ProbeTarget(pid_t pid) {
 #if defined(__x86_64__)
+  TargetInfo info;
   ProcessMaps maps;
   Symbols sym;
-  info.error = FindSymbols(pid, &maps, &sym, &info.python_object);
-  if (!info.error.empty()) return info;
+  if (Status found = FindSymbols(pid, &maps, &sym, &info.python_object); !found.ok()) return found;
   if (sym.version != 0) {
     unsigned long v = 0;
-    if (ReadRemote(pid, sym.version, &v, sizeof(v))) info.version_hex = v;
-    else info.error = PermissionAdvice(pid);
+    if (!ReadRemote(pid, sym.version, &v, sizeof(v))) return Status::Error(PermissionAdvice(pid));
+    info.version_hex = v;
   }
+  return info;
 #else
   (void)pid;
-  info.error = "attach is implemented for x86-64 Linux only";
+  return Status::Error("attach is implemented for x86-64 Linux only");
 #endif
-  return info;
 }
 
-InjectResult InjectPython(pid_t pid, const std::string& code, int wait_ms) {
+Result<Injection> InjectPython(pid_t pid, const std::string& code, int wait_ms) {
 #if defined(__x86_64__)
   return Inject(pid, code, wait_ms);
 #else
   (void)pid, (void)code, (void)wait_ms;
-  return InjectResult{"attach is implemented for x86-64 Linux only", "", 0};
+  return Status::Error("attach is implemented for x86-64 Linux only");
 #endif
 }
 
-int ReleasePage(uint64_t address, uint64_t length) {
-  return munmap(reinterpret_cast<void*>(address), length) == 0 ? 0 : errno;
+Status ReleasePage(uint64_t address, uint64_t length) {
+  if (munmap(reinterpret_cast<void*>(address), length) != 0) {
+    return Status::FromErrno(errno, "munmap");
+  }
+  return Status();
 }
 
 }  // namespace peakline::attach

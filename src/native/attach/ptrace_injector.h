@@ -48,18 +48,19 @@
 #include <cstdint>
 #include <string>
 
+#include "base/status.h"
+
 namespace peakline::attach {
 
 // What a target looks like before anything is injected (read-only: maps, ELF files, memory).
+// Fails when the target is not a CPython process we can read.
 struct TargetInfo {
-  std::string error;           // "" when the target is a CPython process we can read
   std::string python_object;   // the object that defines the C API (executable or libpython)
   uint64_t version_hex = 0;    // the target's Py_Version (PY_VERSION_HEX); 0 when unknown
 };
-[[nodiscard]] TargetInfo ProbeTarget(pid_t pid);
+Result<TargetInfo> ProbeTarget(pid_t pid);
 
-struct InjectResult {
-  std::string error;     // "" on success
+struct Injection {
   std::string mode;      // "direct" or "pending-call"
   uint64_t page = 0;     // the page holding the code (still mapped in pending-call mode)
 };
@@ -68,10 +69,11 @@ struct InjectResult {
 // 0x0000000000000000 in direct mode, so
 // the code knows whether it must release the page itself. `wait_ms` bounds each stop.
 inline constexpr const char kPagePlaceholder[] = "__PEAKLINE_PAGE_X_";  // 18 characters
-[[nodiscard]] InjectResult InjectPython(pid_t pid, const std::string& code, int wait_ms);
+Result<Injection> InjectPython(pid_t pid, const std::string& code, int wait_ms);
 
-// munmap in the calling process: the injected code releases its page with this.
-int ReleasePage(uint64_t address, uint64_t length);
+// munmap in the calling process: the injected code releases its page with this. A failure
+// carries munmap's errno value as its code.
+Status ReleasePage(uint64_t address, uint64_t length);
 
 }  // namespace peakline::attach
 

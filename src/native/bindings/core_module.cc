@@ -1,5 +1,10 @@
 // peakline._core: the nanobind module. Conversion only — no logic lives here; see
 // session/profiler.h for the API and docs/internals-raw-samples.md for the data shape.
+//
+// Errors: the core returns a Status or Result (base/status.h); here, and only here, a failed
+// one becomes what Python sees: a RuntimeError with the status's message, or the message as
+// a value where the module has always returned one ('' when it worked). nanobind calls every
+// function with the GIL held, hence PEAKLINE_REQUIRES(gil) on those that reach the session.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
@@ -12,21 +17,30 @@
 #include <vector>
 
 #include "attach/ptrace_injector.h"
+#include "base/status.h"
+#include "base/thread_annotations.h"
 #include "cpu/native_thread_ids.h"
 #include "python/code_resolver.h"
+#include "python/gil.h"
 #include "session/profiler.h"
 #include "session/signal_watch.h"
 
 namespace nb = nanobind;
+using peakline::Status;
+using peakline::python::gil;
 using peakline::session::ProfilerConfig;
 using peakline::session::Snapshot;
 
 namespace {
 
+void ThrowIfFailed(const Status& status) {
+  if (!status.ok()) throw std::runtime_error(status.message());
+}
+
 void Start(int64_t cpu_interval_ns, int64_t tick_ns, bool sample_native_threads, int main_tid,
            nb::bytes call_opcodes, bool memory, int64_t memory_sampling_interval_bytes,
            int64_t copy_sampling_interval_bytes, nb::object file_filter, bool gpu,
-           nb::object torch_probe) {
+           nb::object torch_probe) PEAKLINE_REQUIRES(gil) {
   ProfilerConfig config;
   config.gpu = gpu;
   config.torch_probe = torch_probe.is_none() ? nullptr : torch_probe.ptr();
@@ -40,23 +54,17 @@ void Start(int64_t cpu_interval_ns, int64_t tick_ns, bool sample_native_threads,
   config.main_tid = main_tid;
   const auto* ops = static_cast<const unsigned char*>(call_opcodes.data());
   for (size_t i = 0; i < call_opcodes.size() && i < 256; ++i) config.call_opcodes[i] = ops[i] != 0;
-  if (std::string err = peakline::session::StartProfiler(config); !err.empty()) {
-    throw std::runtime_error(err);
-  }
+  ThrowIfFailed(peakline::session::StartProfiler(config));
 }
 
-void Stop() {
-  if (std::string err = peakline::session::StopProfiler(); !err.empty()) {
-    throw std::runtime_error(err);
-  }
+void Stop() PEAKLINE_REQUIRES(gil) { ThrowIfFailed(peakline::session::StopProfiler()); }
+
+// '' or why not.
+std::string ReleaseProcess(int wait_ms) PEAKLINE_REQUIRES(gil) {
+  return peakline::session::ReleaseProcess(wait_ms).message();
 }
 
-void WatchSignal(int signo) {
-  if (int err = peakline::session::WatchSignal(signo); err != 0) {
-    throw std::runtime_error(std::string("cannot watch signal ") + std::to_string(signo) + ": " +
-                             std::strerror(err));
-  }
-}
+void WatchSignal(int signo) { ThrowIfFailed(peakline::session::WatchSignal(signo)); }
 
 // ---- The raw contract (docs/internals-raw-samples.md) --------------------------------------
 // Every row collect() hands to Python is a plain tuple: cheap to make, and what `marshal`
@@ -209,21 +217,32 @@ nb::dict ToDict(const Snapshot& snap) {
   return out;
 }
 
+// (error, python_object, version_hex): error '' when the target can be attached to.
 nb::tuple AttachProbe(int pid) {
-  const peakline::attach::TargetInfo info = peakline::attach::ProbeTarget(pid);
-  return nb::make_tuple(info.error, info.python_object, info.version_hex);
+  const peakline::Result<peakline::attach::TargetInfo> info = peakline::attach::ProbeTarget(pid);
+  if (!info.ok()) return nb::make_tuple(info.status().message(), std::string(), 0);
+  return nb::make_tuple(std::string(), info->python_object, info->version_hex);
 }
 
+// (error, mode, page): error '' when the code was handed over.
 nb::tuple AttachInject(int pid, const std::string& code, int wait_ms) {
-  peakline::attach::InjectResult r;
-  {
+  const peakline::Result<peakline::attach::Injection> r = [&] {
     nb::gil_scoped_release no_gil;
-    r = peakline::attach::InjectPython(pid, code, wait_ms);
-  }
-  return nb::make_tuple(r.error, r.mode, r.page);
+    return peakline::attach::InjectPython(pid, code, wait_ms);
+  }();
+  if (!r.ok()) return nb::make_tuple(r.status().message(), std::string(), 0);
+  return nb::make_tuple(std::string(), r->mode, r->page);
 }
-nb::dict Collect() { return ToDict(peakline::session::CollectProfile()); }
-nb::dict CollectRunning() { return ToDict(peakline::session::CollectRunningProfile()); }
+
+// 0 or munmap's errno value.
+int ReleasePage(uint64_t address, uint64_t length) {
+  return peakline::attach::ReleasePage(address, length).code();
+}
+
+nb::dict Collect() PEAKLINE_REQUIRES(gil) { return ToDict(peakline::session::CollectProfile()); }
+nb::dict CollectRunning() PEAKLINE_REQUIRES(gil) {
+  return ToDict(peakline::session::CollectRunningProfile());
+}
 
 }  // namespace
 
@@ -256,13 +275,13 @@ NB_MODULE(_core, m) {
   m.def("reset_after_fork", &peakline::session::ResetAfterForkInChild);
   m.def("watch_signal", &WatchSignal, nb::arg("signo"),
         "Make sure the Python handler of this signal runs (session/signal_watch.h).");
-  m.def("release_process", &peakline::session::ReleaseProcess, nb::arg("wait_ms"),
+  m.def("release_process", &ReleaseProcess, nb::arg("wait_ms"),
         "After stop: take out the process hooks and the signal handler ('' or why not).");
   m.def("attach_probe", &AttachProbe, nb::arg("pid"),
         "(error, python_object, version_hex) of a process to attach to (attach/ptrace_injector.h).");
   m.def("attach_inject", &AttachInject, nb::arg("pid"), nb::arg("code"), nb::arg("wait_ms"),
         "Runs Python code in another CPython process: (error, mode, page) (attach/ptrace_injector.h).");
-  m.def("attach_release_page", &peakline::attach::ReleasePage, nb::arg("address"),
+  m.def("attach_release_page", &ReleasePage, nb::arg("address"),
         nb::arg("length"), "munmap of the page the attach code came in; 0 or errno.");
   m.def("attach_page_placeholder", []() { return std::string(peakline::attach::kPagePlaceholder); });
   m.def("signal_handled", &peakline::session::SignalHandled, nb::arg("signo"));

@@ -231,21 +231,22 @@ void* CpuTickValue(ThreadSlot* slot) {
   return reinterpret_cast<void*>(static_cast<uintptr_t>((key << 32) | index));
 }
 
-int InstallCpuSignalHandler(int signo, StackCapture capture) {
+Status InstallCpuSignalHandler(int signo, StackCapture capture) {
+  constexpr const char* kWhat = "cannot install the sampling signal handler";
   g_capture.store(capture, std::memory_order_relaxed);
   const int installed = g_signo.load(std::memory_order_acquire);
-  if (installed > 0) return installed == signo ? 0 : EBUSY;
-  if (signo < SIGRTMIN || signo > SIGRTMAX) return EINVAL;
+  if (installed > 0) return installed == signo ? Status() : Status::FromErrno(EBUSY, kWhat);
+  if (signo < SIGRTMIN || signo > SIGRTMAX) return Status::FromErrno(EINVAL, kWhat);
   struct sigaction sa;
   std::memset(&sa, 0, sizeof(sa));
   sa.sa_sigaction = OnCpuTimer;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   struct sigaction before;
-  if (sigaction(signo, &sa, &before) != 0) return errno;
+  if (sigaction(signo, &sa, &before) != 0) return Status::FromErrno(errno, kWhat);
   PublishProgramAction(before, nullptr);
   g_signo.store(signo, std::memory_order_release);
-  return 0;
+  return Status();
 }
 
 bool IsCpuSamplingSignal(int signo) {
@@ -300,12 +301,15 @@ bool PendingAnywhere(int signo) {
 
 }  // namespace
 
-int ReleaseCpuSignalHandler(int wait_ms) {
+Status ReleaseCpuSignalHandler(int wait_ms) {
+  auto kept = [] {
+    return Status::Error("a sampling signal is still pending; its handler stays (inert)", EBUSY);
+  };
   const int signo = g_signo.load(std::memory_order_acquire);
-  if (signo <= 0) return 0;
-  if (g_enabled.load(std::memory_order_seq_cst)) return EBUSY;
+  if (signo <= 0) return Status();
+  if (g_enabled.load(std::memory_order_seq_cst)) return kept();
   for (int waited = 0; PendingAnywhere(signo); waited += 5) {
-    if (waited >= wait_ms) return EBUSY;
+    if (waited >= wait_ms) return kept();
     usleep(5000);
   }
   WaitForCpuHandlersIdle();
@@ -314,10 +318,12 @@ int ReleaseCpuSignalHandler(int wait_ms) {
   g_signo.store(-1, std::memory_order_release);
   struct sigaction program;
   std::memcpy(&program, g_program.load(std::memory_order_acquire), sizeof(program));
-  if (sigaction(signo, &program, nullptr) != 0) return errno;
+  if (sigaction(signo, &program, nullptr) != 0) {
+    return Status::FromErrno(errno, "cannot restore the sampling signal");
+  }
   std::memset(&g_records[0], 0, sizeof(g_records[0]));  // SIG_DFL until the next install
   g_program.store(&g_records[0], std::memory_order_release);
-  return 0;
+  return Status();
 }
 
 void WaitForCpuHandlersIdle() {

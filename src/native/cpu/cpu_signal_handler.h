@@ -24,6 +24,7 @@
 
 #include <cstdint>
 
+#include "base/status.h"
 #include "transport/sample_record.h"
 
 namespace peakline::cpu {
@@ -37,9 +38,9 @@ using StackCapture = void (*)(uintptr_t pc, transport::RawFrame* frames, int max
 
 // Installs the process-wide handler for signo (idempotent: the first call fixes the signal for
 // the life of the process; a later call with another signo fails with EBUSY). The disposition
-// signo had before becomes the program's (see above). Not signal-safe. Returns 0 or an errno
-// value.
-[[nodiscard]] int InstallCpuSignalHandler(int signo, StackCapture capture);
+// signo had before becomes the program's (see above). Not signal-safe. A failure says
+// "cannot install the sampling signal handler: <strerror>", with the errno value as its code.
+Status InstallCpuSignalHandler(int signo, StackCapture capture);
 
 // Sampling on/off switch read by the handler (relaxed). While off, the handler returns at
 // once; the handler stays installed so that a late, already queued signal is harmless.
@@ -51,8 +52,9 @@ void SetCpuSamplingEnabled(bool enabled);
 // signal afresh. Only with sampling off and every timer deleted; a tick already queued for a
 // thread would meet the program's disposition (SIG_DFL ends the process), so it first waits,
 // up to wait_ms, until no thread of the process has the signal pending (/proc/self/task).
-// Returns 0; EBUSY (handler kept) if one still has; or an errno value. Not signal-safe.
-[[nodiscard]] int ReleaseCpuSignalHandler(int wait_ms);
+// Fails with code EBUSY (handler kept) if one still has, or with the errno value of a failed
+// sigaction. Not signal-safe.
+Status ReleaseCpuSignalHandler(int wait_ms);
 
 // Spins until no handler invocation is running (call after SetCpuSamplingEnabled(false)).
 void WaitForCpuHandlersIdle();

@@ -50,8 +50,8 @@ int64_t ThreadRunDelayNs(pid_t tid) {
 
 pid_t CurrentTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
-int ArmThreadCpuTimer(pid_t tid, int signo, void* sival, int64_t interval_ns, int64_t first_ns,
-                      timer_t* out) {
+Status ArmThreadCpuTimer(pid_t tid, int signo, void* sival, int64_t interval_ns, int64_t first_ns,
+                         timer_t* out) {
   sigevent sev;
   std::memset(&sev, 0, sizeof(sev));
   sev.sigev_notify = SIGEV_THREAD_ID;
@@ -59,7 +59,9 @@ int ArmThreadCpuTimer(pid_t tid, int signo, void* sival, int64_t interval_ns, in
   sev.sigev_value.sival_ptr = sival;
   sev._sigev_un._tid = tid;
   timer_t timer;
-  if (timer_create(ThreadCpuClock(tid), &sev, &timer) != 0) return errno;
+  if (timer_create(ThreadCpuClock(tid), &sev, &timer) != 0) {
+    return Status::FromErrno(errno, "timer_create");
+  }
   itimerspec spec;
   spec.it_interval = ToTimespec(interval_ns);
   spec.it_value = ToTimespec(first_ns);
@@ -67,10 +69,10 @@ int ArmThreadCpuTimer(pid_t tid, int signo, void* sival, int64_t interval_ns, in
   if (timer_settime(timer, 0, &spec, nullptr) != 0) {
     const int err = errno;
     timer_delete(timer);
-    return err;
+    return Status::FromErrno(err, "timer_settime");
   }
   *out = timer;
-  return 0;
+  return Status();
 }
 
 }  // namespace peakline::cpu

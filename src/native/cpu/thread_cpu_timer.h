@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "base/status.h"
+
 namespace peakline::cpu {
 
 // The CPU-time clock of any thread of this process, by kernel thread id (Linux encoding, the
@@ -32,9 +34,10 @@ pid_t CurrentTid();
 
 // Creates and arms a timer on thread tid's CPU clock that sends signo to tid every
 // interval_ns of that thread's CPU time, the first expiry after first_ns. sival is handed to
-// the handler in siginfo->si_value. Returns 0 or an errno value.
-[[nodiscard]] int ArmThreadCpuTimer(pid_t tid, int signo, void* sival, int64_t interval_ns,
-                                    int64_t first_ns, timer_t* out);
+// the handler in siginfo->si_value. A failure carries the errno value of timer_create or
+// timer_settime as its code.
+Status ArmThreadCpuTimer(pid_t tid, int signo, void* sival, int64_t interval_ns,
+                         int64_t first_ns, timer_t* out);
 
 }  // namespace peakline::cpu
 

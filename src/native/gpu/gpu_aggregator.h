@@ -35,7 +35,9 @@
 #include <vector>
 
 #include "aggregate/stack_table.h"
+#include "base/thread_annotations.h"
 #include "gpu/nvml_poller.h"
+#include "python/gil.h"
 
 namespace peakline::gpu {
 
@@ -60,12 +62,13 @@ class GpuAggregator {
   ~GpuAggregator();  // GIL held (drops the probe reference)
 
   // GIL held: baseline readings, then the poller thread starts.
-  void Start(int64_t now_ns);
+  void Start(int64_t now_ns) PEAKLINE_REQUIRES(python::gil);
   // Without the GIL: stops the poller thread (readings still queued are drained later).
   void StopThread();
   // GIL held, once per tick. `main_stack` returns the StackTable index of the main thread's
   // current stack; it is called at most once, after every Python call of the tick.
-  void OnTick(int64_t now_ns, const std::function<uint32_t()>& main_stack);
+  void OnTick(int64_t now_ns, const std::function<uint32_t()>& main_stack)
+      PEAKLINE_REQUIRES(python::gil);
 
   int64_t LiveAtPeak(const aggregate::StackCounters& c) const {
     return c.gpu_peak_epoch == epoch_ ? c.gpu_net_at_epoch_start : c.gpu_net_bytes;

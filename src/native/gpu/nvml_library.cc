@@ -52,7 +52,7 @@ Fn Symbol(void* handle, const char* name) {
 
 }  // namespace
 
-std::unique_ptr<NvmlLibrary> NvmlLibrary::Open(const std::string& path, std::string* why) {
+Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Open(const std::string& path) {
   std::string file = path;
   if (file.empty()) {
     const char* env = std::getenv(kNvmlLibraryEnv);
@@ -61,8 +61,7 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::Open(const std::string& path, std::str
   void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* err = dlerror();
-    *why = file + " not loadable: " + (err ? err : "unknown error");
-    return nullptr;
+    return Status::Error(file + " not loadable: " + (err ? err : "unknown error"));
   }
   auto init = Symbol<NvmlInitFn>(handle, "nvmlInit_v2");
   auto count = Symbol<NvmlDeviceGetCountFn>(handle, "nvmlDeviceGetCount_v2");
@@ -78,20 +77,18 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::Open(const std::string& path, std::str
   lib->processes_v2_ = Symbol<NvmlDeviceGetComputeRunningProcessesV2Fn>(
       handle, "nvmlDeviceGetComputeRunningProcesses_v2");
   if (init == nullptr || count == nullptr || by_index == nullptr || lib->shutdown_ == nullptr) {
-    *why = file + " is not a usable NVML (nvmlInit_v2/nvmlDeviceGetCount_v2/"
-                  "nvmlDeviceGetHandleByIndex_v2/nvmlShutdown missing)";
     lib->shutdown_ = nullptr;  // never initialised: nothing to shut down
-    return nullptr;
+    return Status::Error(file + " is not a usable NVML (nvmlInit_v2/nvmlDeviceGetCount_v2/"
+                                "nvmlDeviceGetHandleByIndex_v2/nvmlShutdown missing)");
   }
   if (int rc = init(); rc != kNvmlSuccess) {
-    *why = std::string("nvmlInit_v2: ") + NvmlReturnName(rc);
     lib->shutdown_ = nullptr;
-    return nullptr;
+    return Status::Error(std::string("nvmlInit_v2: ") + NvmlReturnName(rc));
   }
   unsigned n = 0;
   if (int rc = count(&n); rc != kNvmlSuccess) {
-    *why = std::string("nvmlDeviceGetCount_v2: ") + NvmlReturnName(rc);
-    return nullptr;  // the destructor shuts NVML down
+    // The destructor shuts NVML down.
+    return Status::Error(std::string("nvmlDeviceGetCount_v2: ") + NvmlReturnName(rc));
   }
   for (unsigned i = 0; i < n; ++i) {
     NvmlDevice device = nullptr;
@@ -103,8 +100,7 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::Open(const std::string& path, std::str
     lib->names_.emplace_back(text[0] != '\0' ? text : "NVIDIA GPU");
   }
   if (lib->devices_.empty()) {
-    *why = n == 0 ? "no NVIDIA device" : "no NVIDIA device is accessible";
-    return nullptr;
+    return Status::Error(n == 0 ? "no NVIDIA device" : "no NVIDIA device is accessible");
   }
   return lib;
 }

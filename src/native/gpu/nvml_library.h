@@ -3,8 +3,8 @@
 // library), dlsym of the entry points in gpu/nvml_api.h, nvmlInit_v2. No NVML header, no link
 // dependency: a machine without the NVIDIA driver simply has no GPU columns.
 //
-// Errors are recoverable: Open() returns null and a one-line reason; every query returns
-// the raw nvmlReturn_t so that the caller can mark exactly that column unavailable.
+// Errors are recoverable: Open() fails with a one-line reason; every query returns the raw
+// nvmlReturn_t so that the caller can mark exactly that column unavailable.
 //
 // Thread safety: NVML itself is thread safe; this object is immutable after Open(). The
 // library is never dlclose'd (NVML may keep internal threads running after nvmlShutdown, and
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "gpu/nvml_api.h"
 
 namespace peakline::gpu {
@@ -25,10 +26,10 @@ inline constexpr const char* kNvmlLibraryEnv = "PEAKLINE_NVML_LIBRARY";
 
 class NvmlLibrary {
  public:
-  // `path` empty: $PEAKLINE_NVML_LIBRARY if set, else libnvidia-ml.so.1. Null on failure, with
-  // `why` set ("libnvidia-ml.so.1 not found: …", "nvmlInit_v2: DRIVER_NOT_LOADED", "no NVIDIA
+  // `path` empty: $PEAKLINE_NVML_LIBRARY if set, else libnvidia-ml.so.1. Fails saying why
+  // ("libnvidia-ml.so.1 not loadable: …", "nvmlInit_v2: DRIVER_NOT_LOADED", "no NVIDIA
   // device", …).
-  [[nodiscard]] static std::unique_ptr<NvmlLibrary> Open(const std::string& path, std::string* why);
+  static Result<std::unique_ptr<NvmlLibrary>> Open(const std::string& path);
   ~NvmlLibrary();
   NvmlLibrary(const NvmlLibrary&) = delete;
   NvmlLibrary& operator=(const NvmlLibrary&) = delete;

@@ -44,10 +44,10 @@ bool InNestedPidNamespace() {
   return nested;
 }
 
-std::unique_ptr<NvmlPoller> NvmlPoller::Open(const NvmlPollerOptions& options, std::string* why) {
-  std::unique_ptr<NvmlLibrary> library = NvmlLibrary::Open(options.library_path, why);
-  if (!library) return nullptr;
-  return std::unique_ptr<NvmlPoller>(new NvmlPoller(options, std::move(library)));
+Result<std::unique_ptr<NvmlPoller>> NvmlPoller::Open(const NvmlPollerOptions& options) {
+  Result<std::unique_ptr<NvmlLibrary>> library = NvmlLibrary::Open(options.library_path);
+  if (!library.ok()) return library.status();
+  return std::unique_ptr<NvmlPoller>(new NvmlPoller(options, std::move(library).value()));
 }
 
 NvmlPoller::NvmlPoller(const NvmlPollerOptions& options, std::unique_ptr<NvmlLibrary> library)
@@ -61,7 +61,7 @@ NvmlPoller::~NvmlPoller() { Stop(); }
 void NvmlPoller::Start() {
   if (thread_.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = false;
   }
   {
@@ -76,10 +76,10 @@ void NvmlPoller::Start() {
 void NvmlPoller::Stop() {
   if (!thread_.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   thread_.join();
   thread_tid_.store(0, std::memory_order_relaxed);
 }
@@ -88,19 +88,23 @@ void NvmlPoller::Run() {
   session::NameThisThread("peakline-gpu");
   if (options_.on_thread_start != nullptr) options_.on_thread_start();
   thread_tid_.store(static_cast<pid_t>(syscall(SYS_gettid)), std::memory_order_relaxed);
-  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    if (cv_.wait_for(lock, std::chrono::nanoseconds(options_.interval_ns), [this] { return stop_; }))
-      return;
-    lock.unlock();
+    {
+      MutexLock lock(&mu_);
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::nanoseconds(options_.interval_ns);
+      // Until stopped or the poll is due (a wake-up may be spurious: the loop re-checks).
+      while (!stop_ && cv_.WaitUntil(&mu_, deadline)) {
+      }
+      if (stop_) return;
+    }
     PollOnce();
-    lock.lock();
   }
 }
 
 GpuReading NvmlPoller::PollOnce() {
   const GpuReading r = Read();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++polls_;
   if (readings_.size() >= options_.max_buffered) {
     readings_.erase(readings_.begin());
@@ -111,7 +115,7 @@ GpuReading NvmlPoller::PollOnce() {
 }
 
 void NvmlPoller::Drain(std::vector<GpuReading>* out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   out->insert(out->end(), readings_.begin(), readings_.end());
   readings_.clear();
 }
@@ -191,22 +195,22 @@ GpuReading NvmlPoller::Read() {
 }
 
 void NvmlPoller::CountError(GpuQuery query, int code) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++errors_[{query, code}];
 }
 
 int64_t NvmlPoller::polls() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return polls_;
 }
 
 int64_t NvmlPoller::dropped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return dropped_;
 }
 
 std::vector<std::pair<std::pair<GpuQuery, int>, int64_t>> NvmlPoller::Errors() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return {errors_.begin(), errors_.end()};
 }
 

@@ -28,16 +28,17 @@
 #include <sys/types.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
+#include "base/status.h"
+#include "base/thread_annotations.h"
 #include "gpu/nvml_api.h"
 #include "gpu/nvml_library.h"
 
@@ -72,9 +73,8 @@ struct NvmlPollerOptions {
 
 class NvmlPoller {
  public:
-  // Null with `why` set when NVML or a device is missing (see NvmlLibrary::Open).
-  [[nodiscard]] static std::unique_ptr<NvmlPoller> Open(const NvmlPollerOptions& options,
-                                                        std::string* why);
+  // Fails saying why when NVML or a device is missing (see NvmlLibrary::Open).
+  static Result<std::unique_ptr<NvmlPoller>> Open(const NvmlPollerOptions& options);
   ~NvmlPoller();  // stops the thread
   NvmlPoller(const NvmlPoller&) = delete;
   NvmlPoller& operator=(const NvmlPoller&) = delete;
@@ -100,7 +100,7 @@ class NvmlPoller {
   NvmlPoller(const NvmlPollerOptions& options, std::unique_ptr<NvmlLibrary> library);
   GpuReading Read();
   void CountError(GpuQuery query, int code);
-  void Run();
+  void Run() PEAKLINE_EXCLUDES(mu_);
 
   const NvmlPollerOptions options_;
   std::unique_ptr<NvmlLibrary> library_;
@@ -108,13 +108,13 @@ class NvmlPoller {
   bool pid_namespace_ = false;
   std::vector<NvmlProcessInfoV2> processes_;  // poller thread only (reused buffer)
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;                                  // guarded by mu_
-  std::vector<GpuReading> readings_;                   // guarded by mu_
-  int64_t polls_ = 0;                                  // guarded by mu_
-  int64_t dropped_ = 0;                                // guarded by mu_
-  std::map<std::pair<GpuQuery, int>, int64_t> errors_;  // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;  // rung by Stop
+  bool stop_ PEAKLINE_GUARDED_BY(mu_) = false;
+  std::vector<GpuReading> readings_ PEAKLINE_GUARDED_BY(mu_);
+  int64_t polls_ PEAKLINE_GUARDED_BY(mu_) = 0;
+  int64_t dropped_ PEAKLINE_GUARDED_BY(mu_) = 0;
+  std::map<std::pair<GpuQuery, int>, int64_t> errors_ PEAKLINE_GUARDED_BY(mu_);
   std::thread thread_;
   std::atomic<pid_t> thread_tid_{0};
 };

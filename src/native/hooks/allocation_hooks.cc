@@ -450,8 +450,8 @@ void OnForkChild() {
 
 }  // namespace
 
-bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
-                      const void* self_addr, std::string* error) {
+Status StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
+                        const void* self_addr) {
   static bool atfork_registered = false;
   if (!atfork_registered) {
     pthread_atfork(nullptr, nullptr, OnForkChild);
@@ -508,12 +508,12 @@ bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
   // until a slot is patched its callers simply are not seen.
   g_copies.store(config.track_copies, std::memory_order_relaxed);
   g_counting.store(true, std::memory_order_relaxed);
-  if (!g_patcher->Install(kTable, sizeof(kTable) / sizeof(kTable[0]), skip, 1, error)) {
+  Status installed = g_patcher->Install(kTable, sizeof(kTable) / sizeof(kTable[0]), skip, 1);
+  if (!installed.ok()) {
     g_counting.store(false, std::memory_order_relaxed);
     g_copies.store(false, std::memory_order_relaxed);
-    return false;
   }
-  return true;
+  return installed;
 }
 
 void StopMemoryHooks() {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/status.h"
 #include "hooks/hook_thread_state.h"
 #include "memory/heap_counters.h"
 #include "transport/mpsc_ring.h"
@@ -57,8 +58,8 @@ struct MemoryHookStats {
 
 // Setup and teardown: GIL held, never from a hook. self_addr: any address inside peakline's
 // own extension (that object is never patched, so peakline's own allocations are invisible).
-[[nodiscard]] bool StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
-                                    const void* self_addr, std::string* error);
+Status StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
+                        const void* self_addr);
 void StopMemoryHooks();
 // Fork child only, after StopMemoryHooks: a thread that is gone may have left a half-written
 // record in the event ring; the next StartMemoryHooks allocates a fresh ring (old one leaked).

@@ -205,12 +205,12 @@ void StopProcessHooks() {
   if (patcher != nullptr && patcher->installed()) patcher->Uninstall();
 }
 
-bool StartProcessHooks(const void* self_addr, std::string* error) {
+Status StartProcessHooks(const void* self_addr) {
 #ifndef PEAKLINE_DLSYM_TRAMPOLINE
-  if (error != nullptr) *error = "the dlsym hook is not implemented for this architecture";
-  return false;
+  (void)self_addr;
+  return Status::Error("the dlsym hook is not implemented for this architecture");
 #else
-  if (ProcessHooksInstalled()) return true;
+  if (ProcessHooksInstalled()) return Status();
   static const Interposition kTable[] = {
       MakeInterposition("sigaction", &HookSigaction, &g_real.sigaction),
       MakeInterposition("__sigaction", &HookSigaction2, &g_real.sigaction2),
@@ -230,7 +230,7 @@ bool StartProcessHooks(const void* self_addr, std::string* error) {
     g_patcher.store(patcher, std::memory_order_release);
   }
   const void* skip[] = {self_addr};
-  return patcher->Install(kTable, sizeof(kTable) / sizeof(kTable[0]), skip, 1, error);
+  return patcher->Install(kTable, sizeof(kTable) / sizeof(kTable[0]), skip, 1);
 #endif
 }
 

@@ -28,13 +28,13 @@
 #ifndef PEAKLINE_HOOKS_PROCESS_HOOKS_H_
 #define PEAKLINE_HOOKS_PROCESS_HOOKS_H_
 
-#include <string>
+#include "base/status.h"
 
 namespace peakline::hooks {
 
-// Installs the process hooks (once; later calls return true at once). self_addr: an address
+// Installs the process hooks (once; later calls succeed at once). self_addr: an address
 // inside peakline's own extension, never patched. GIL held, never from a hook.
-[[nodiscard]] bool StartProcessHooks(const void* self_addr, std::string* error);
+Status StartProcessHooks(const void* self_addr);
 bool ProcessHooksInstalled();
 // Takes the process hooks out of every GOT (peakline attach, when it detaches: the process is
 // left as it was). Pointers dlsym handed out meanwhile keep working: the hooks forward to the

@@ -230,6 +230,7 @@ bool SymbolPatcher::IsSkipped(const dl_phdr_info* info) const {
 int SymbolPatcher::ScanCallback(dl_phdr_info* info, size_t size, void* data) {
   auto* ctx = static_cast<ScanContext*>(data);
   SymbolPatcher* self = ctx->self;
+  self->mu_.AssertHeld();  // called by dl_iterate_phdr inside ScanLocked
   if (ctx->patch_pass) {
     for (const auto& c : ctx->candidates) {
       if (c.handle == nullptr || c.base != info->dlpi_addr || c.name != ObjectName(info)) continue;
@@ -276,7 +277,7 @@ int SymbolPatcher::ScanCallback(dl_phdr_info* info, size_t size, void* data) {
   return 0;
 }
 
-void SymbolPatcher::Scan_unlocked(bool force_all) {
+void SymbolPatcher::ScanLocked(bool force_all) {
   if (!installed()) return;
   ScanContext ctx;
   ctx.self = this;
@@ -333,6 +334,9 @@ void SymbolPatcher::PatchObject(const dl_phdr_info* info, PatchedObject* object,
   if (!ReadDynamic(info, &dyn)) return;
   ++stats->objects_scanned;
   const uintptr_t base = info->dlpi_addr;
+  // Taken here, under mu_ (the analysis checks a lambda's body on its own, without it).
+  const Entry* const entries = entries_.data();
+  const size_t n_entries = entries_.size();
 
   auto visit = [&](uintptr_t r_offset, uint64_t r_info) {
     const unsigned type = static_cast<unsigned>(RelType(r_info));
@@ -342,7 +346,8 @@ void SymbolPatcher::PatchObject(const dl_phdr_info* info, PatchedObject* object,
     const Sym& sym = dyn.symtab[sym_index];
     if (dyn.strsz != 0 && sym.st_name >= dyn.strsz) return;
     const char* sym_name = dyn.strtab + sym.st_name;
-    for (const Entry& e : entries_) {
+    for (const Entry* e_at = entries; e_at != entries + n_entries; ++e_at) {
+      const Entry& e = *e_at;
       if (e.name[0] != sym_name[0] || std::strcmp(e.name.c_str(), sym_name) != 0) continue;
       const uintptr_t slot = base + r_offset;
       if (slot % alignof(uintptr_t) != 0 || !ObjectContains(info, slot)) return;
@@ -404,18 +409,29 @@ void SymbolPatcher::PatchObject(const dl_phdr_info* info, PatchedObject* object,
 
 void SymbolPatcher::Unlock() {
   for (;;) {
-    while (pending_.exchange(false, std::memory_order_acq_rel)) Scan_unlocked(false);
-    pthread_mutex_unlock(&mu_);
-    if (!pending_.load(std::memory_order_acquire) || pthread_mutex_trylock(&mu_) != 0) return;
+    while (pending_.exchange(false, std::memory_order_acq_rel)) ScanLocked(false);
+    mu_.Unlock();
+    if (!pending_.load(std::memory_order_acquire)) return;
+    if (!mu_.TryLock()) return;
   }
 }
 
-bool SymbolPatcher::Install(const Interposition* table, size_t n, const void* const* skip_addrs,
-                            size_t n_skip, std::string* error) {
-  auto fail = [error](std::string message) {
-    if (error != nullptr) *error = std::move(message);
-    return false;
-  };
+class PEAKLINE_SCOPED_CAPABILITY SymbolPatcher::ScanLock {
+ public:
+  explicit ScanLock(SymbolPatcher* self) PEAKLINE_ACQUIRE(self->mu_) : self_(self) {
+    self_->mu_.Lock();
+  }
+  ~ScanLock() PEAKLINE_RELEASE() { self_->Unlock(); }
+  ScanLock(const ScanLock&) = delete;
+  ScanLock& operator=(const ScanLock&) = delete;
+
+ private:
+  SymbolPatcher* const self_;
+};
+
+Status SymbolPatcher::Install(const Interposition* table, size_t n, const void* const* skip_addrs,
+                              size_t n_skip) {
+  auto fail = [](std::string message) { return Status::Error(std::move(message)); };
   if (!kArchSupported) return fail("symbol patching is not implemented for this architecture");
   if (table == nullptr && n != 0) return fail("null interposition table");
   for (size_t i = 0; i < n; ++i) {
@@ -430,11 +446,7 @@ bool SymbolPatcher::Install(const Interposition* table, size_t n, const void* co
     }
   }
 
-  pthread_mutex_lock(&mu_);
-  struct Unlocker {
-    SymbolPatcher* self;
-    ~Unlocker() { self->Unlock(); }
-  } unlocker{this};
+  ScanLock lock(this);
   if (installed()) return fail("symbol patcher already installed");
 
   std::vector<const void*> skip_bases;
@@ -485,18 +497,19 @@ bool SymbolPatcher::Install(const Interposition* table, size_t n, const void* co
   skip_addrs_ = std::move(skip);
   objects_.clear();
   installed_.store(true, std::memory_order_release);
-  Scan_unlocked(/*force_all=*/true);
-  return true;
+  ScanLocked(/*force_all=*/true);
+  return Status();
 }
 
 void SymbolPatcher::PatchNewObjects() {
   pending_.store(true, std::memory_order_release);
-  if (pthread_mutex_trylock(&mu_) != 0) return;  // the holder re-scans before it unlocks
+  if (!mu_.TryLock()) return;  // the holder re-scans before it unlocks
   Unlock();
 }
 
 int SymbolPatcher::RestoreCallback(dl_phdr_info* info, size_t, void* data) {
   auto* self = static_cast<SymbolPatcher*>(data);
+  self->mu_.AssertHeld();  // called by dl_iterate_phdr inside Uninstall
   for (PatchedObject& obj : self->objects_) {
     if (obj.base != info->dlpi_addr || obj.name != ObjectName(info)) continue;
     for (const PatchedSlot& s : obj.slots) {
@@ -510,7 +523,7 @@ int SymbolPatcher::RestoreCallback(dl_phdr_info* info, size_t, void* data) {
 }
 
 void SymbolPatcher::Uninstall() {
-  pthread_mutex_lock(&mu_);
+  ScanLock lock(this);
   if (installed()) {
     dl_iterate_phdr(&SymbolPatcher::RestoreCallback, this);
     installed_.store(false, std::memory_order_release);
@@ -518,13 +531,12 @@ void SymbolPatcher::Uninstall() {
     entries_.clear();
     skip_addrs_.clear();
   }
-  Unlock();
 }
 
 PatchStats SymbolPatcher::last_stats() const {
-  pthread_mutex_lock(&mu_);
+  mu_.Lock();
   PatchStats s = stats_;
-  pthread_mutex_unlock(&mu_);
+  mu_.Unlock();
   return s;
 }
 

@@ -63,13 +63,15 @@
 #ifndef PEAKLINE_HOOKS_SYMBOL_PATCHER_H_
 #define PEAKLINE_HOOKS_SYMBOL_PATCHER_H_
 
-#include <pthread.h>
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "base/mutex.h"
+#include "base/status.h"
+#include "base/thread_annotations.h"
 
 struct dl_phdr_info;  // <link.h>
 
@@ -110,12 +112,11 @@ class SymbolPatcher {
 
   // Resolves every original, then patches all loaded objects. `table` (n entries, names and
   // replacements distinct and non-null) is copied. skip_addrs: addresses (e.g. of a function
-  // of the caller's extension module) whose containing objects are never patched. Returns
-  // false with *error set when already installed or when an original cannot be resolved;
-  // then nothing has been patched. Slots that could not be written do not fail the call
-  // (see last_stats()).
-  [[nodiscard]] bool Install(const Interposition* table, size_t n, const void* const* skip_addrs,
-                             size_t n_skip, std::string* error);
+  // of the caller's extension module) whose containing objects are never patched. Fails when
+  // already installed or when an original cannot be resolved; then nothing has been patched.
+  // Slots that could not be written do not fail the call (see last_stats()).
+  Status Install(const Interposition* table, size_t n, const void* const* skip_addrs,
+                 size_t n_skip) PEAKLINE_EXCLUDES(mu_);
 
   // Patches objects loaded since the last scan. Cheap when nothing was loaded or unloaded
   // (one dl_iterate_phdr step that compares ld.so's load/unload counters); after a dlclose
@@ -127,11 +128,11 @@ class SymbolPatcher {
 
   // Restores every slot we changed to the value it held before, if it still holds our
   // replacement and its object is still loaded. The originals stay valid.
-  void Uninstall();
+  void Uninstall() PEAKLINE_EXCLUDES(mu_);
 
   bool installed() const { return installed_.load(std::memory_order_acquire); }
 
-  PatchStats last_stats() const;
+  PatchStats last_stats() const PEAKLINE_EXCLUDES(mu_);
 
  private:
   struct PatchedSlot {
@@ -152,26 +153,32 @@ class SymbolPatcher {
   };
   struct ScanContext;
 
-  void Scan_unlocked(bool force_all);
+  // Holds mu_ for its scope, and runs the scans other threads asked for before it releases it.
+  class ScanLock;
+
+  // Walks the loaded objects and patches those not patched yet (all of them: force_all).
+  void ScanLocked(bool force_all) PEAKLINE_REQUIRES(mu_);
   // Runs the scans other threads asked for, then releases mu_ (see the .cc on locking).
-  void Unlock();
+  void Unlock() PEAKLINE_RELEASE(mu_);
+  // dl_iterate_phdr callbacks, run by ScanLocked and Uninstall while they hold mu_.
   static int ScanCallback(::dl_phdr_info* info, size_t size, void* data);
   static int RestoreCallback(::dl_phdr_info* info, size_t size, void* data);
-  bool IsSkipped(const ::dl_phdr_info* info) const;
-  void PatchObject(const ::dl_phdr_info* info, PatchedObject* object, PatchStats* stats);
+  bool IsSkipped(const ::dl_phdr_info* info) const PEAKLINE_REQUIRES(mu_);
+  void PatchObject(const ::dl_phdr_info* info, PatchedObject* object, PatchStats* stats)
+      PEAKLINE_REQUIRES(mu_);
 
   // A pthread mutex, not std::mutex: PatchNewObjects only tries it, maybe on the thread that
   // holds it, which pthread_mutex_trylock defines (EBUSY) and std::mutex does not.
-  mutable pthread_mutex_t mu_ = PTHREAD_MUTEX_INITIALIZER;
+  mutable PthreadMutex mu_;
   std::atomic<bool> installed_{false};
   std::atomic<bool> pending_{false};  // a PatchNewObjects found mu_ taken
-  // All below: guarded by mu_.
-  std::vector<Entry> entries_;
-  std::vector<uintptr_t> skip_addrs_;  // our own objects, plus libc, ld.so and the vDSO
-  std::vector<PatchedObject> objects_;
-  unsigned long long last_adds_ = 0;
-  unsigned long long last_subs_ = 0;
-  PatchStats stats_;
+  std::vector<Entry> entries_ PEAKLINE_GUARDED_BY(mu_);
+  // Our own objects, plus libc, ld.so and the vDSO.
+  std::vector<uintptr_t> skip_addrs_ PEAKLINE_GUARDED_BY(mu_);
+  std::vector<PatchedObject> objects_ PEAKLINE_GUARDED_BY(mu_);
+  unsigned long long last_adds_ PEAKLINE_GUARDED_BY(mu_) = 0;
+  unsigned long long last_subs_ PEAKLINE_GUARDED_BY(mu_) = 0;
+  PatchStats stats_ PEAKLINE_GUARDED_BY(mu_);
 };
 
 }  // namespace peakline::hooks

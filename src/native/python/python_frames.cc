@@ -206,14 +206,16 @@ namespace {
 // keeps its compiled mirror (a field read costs nothing in the signal handler, where an
 // offset table costs a load per field) and holds it to the interpreter's own table here:
 // a mirror that does not match the running interpreter is refused before it is used.
-const char* CheckDebugOffsets() {
+Status CheckDebugOffsets() {
   const auto* d = static_cast<const cpython::DebugOffsets*>(dlsym(RTLD_DEFAULT, "_PyRuntime"));
-  if (d == nullptr) return "the interpreter exports no _PyRuntime to check the frame layout";
+  if (d == nullptr) {
+    return Status::Error("the interpreter exports no _PyRuntime to check the frame layout");
+  }
   if (std::memcmp(d->cookie, "xdebugpy", sizeof(d->cookie)) != 0) {
-    return "_PyRuntime does not start with the interpreter's debug offsets";
+    return Status::Error("_PyRuntime does not start with the interpreter's debug offsets");
   }
   if ((d->version >> 16) != (PY_VERSION_HEX >> 16)) {
-    return "the core was built for another CPython version than the one running";
+    return Status::Error("the core was built for another CPython version than the one running");
   }
 #ifdef Py_GIL_DISABLED
   constexpr uint64_t kFreeThreaded = 1;
@@ -221,7 +223,9 @@ const char* CheckDebugOffsets() {
   constexpr uint64_t kFreeThreaded = 0;
 #endif
   if (d->free_threaded != kFreeThreaded) {
-    return "the core was built for a CPython build of the other threading kind (GIL or free-threaded)";
+    return Status::Error(
+        "the core was built for a CPython build of the other threading kind (GIL or "
+        "free-threaded)");
   }
   using Frame = cpython::InterpreterFrame;
   const auto& frame = d->interpreter_frame;
@@ -229,27 +233,30 @@ const char* CheckDebugOffsets() {
       frame.executable != offsetof(Frame, f_executable) ||
       frame.instr_ptr != offsetof(Frame, instr_ptr) || frame.owner != offsetof(Frame, owner) ||
       frame.stackpointer != offsetof(Frame, stackpointer)) {
-    return "the frame mirror disagrees with the interpreter's debug offsets";
+    return Status::Error("the frame mirror disagrees with the interpreter's debug offsets");
   }
 #ifdef Py_GIL_DISABLED
   if (frame.tlbc_index != offsetof(Frame, tlbc_index) ||
       d->code_object.co_tlbc != offsetof(PyCodeObject, co_tlbc)) {
-    return "the thread-local bytecode fields disagree with the interpreter's debug offsets";
+    return Status::Error(
+        "the thread-local bytecode fields disagree with the interpreter's debug offsets");
   }
 #endif
   if (d->thread_state.current_frame != offsetof(PyThreadState, current_frame) ||
       d->thread_state.datastack_chunk != offsetof(PyThreadState, datastack_chunk) ||
       d->code_object.co_code_adaptive != offsetof(PyCodeObject, co_code_adaptive)) {
-    return "the thread state or code object headers disagree with the interpreter's debug offsets";
+    return Status::Error(
+        "the thread state or code object headers disagree with the interpreter's debug "
+        "offsets");
   }
-  return nullptr;
+  return Status();
 }
 #endif
 }  // namespace
 
-const char* SelfCheckFrameLayout() {
+Status SelfCheckFrameLayout() {
 #ifdef PEAKLINE_CPYTHON_DEBUG_OFFSETS
-  if (const char* problem = CheckDebugOffsets(); problem != nullptr) return problem;
+  if (Status offsets = CheckDebugOffsets(); !offsets.ok()) return offsets;
 #endif
   PyThreadState* ts = PyThreadState_Get();
   RawFrame frames[kMaxFrames];
@@ -273,13 +280,13 @@ const char* SelfCheckFrameLayout() {
     ++i;
     if (problem != nullptr) {
       Py_XDECREF(frame);
-      return problem;
+      return Status::Error(problem);
     }
   }
-  if (r.invalid != 0) return "mirror found invalid frames";
-  if (i != r.nframes) return "mirror sees more frames than the interpreter";
-  if (i == 0) return "no Python frame to check against";
-  return nullptr;
+  if (r.invalid != 0) return Status::Error("mirror found invalid frames");
+  if (i != r.nframes) return Status::Error("mirror sees more frames than the interpreter");
+  if (i == 0) return Status::Error("no Python frame to check against");
+  return Status();
 }
 
 }  // namespace peakline::python

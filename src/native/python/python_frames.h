@@ -19,6 +19,7 @@
 
 #include <cstdint>
 
+#include "base/status.h"
 #include "python/frame_layout.h"
 #include "transport/sample_record.h"
 
@@ -60,9 +61,9 @@ inline constexpr int32_t kForeignFrame = 1;
 // address.
 bool ForeignCodeLooksAlive(const transport::RawFrame& frame);
 
-// Compares ReadPythonStack with the public API on the calling thread (GIL held). Returns
-// nullptr when the mirror agrees, else a static message saying what disagreed.
-const char* SelfCheckFrameLayout();
+// Compares ReadPythonStack with the public API on the calling thread (GIL held). Fails with
+// what disagreed when the mirror does not agree.
+Status SelfCheckFrameLayout();
 
 }  // namespace peakline::python
 

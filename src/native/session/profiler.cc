@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <cerrno>
 #include <cstring>
 #include <iterator>
 #include <memory>
@@ -63,11 +62,12 @@ namespace {
 CodeRegionMap g_regions;
 bool g_call_opcodes[256];
 
-// Guarded by the GIL. Plain pointers on purpose: a session still held at interpreter exit is
-// leaked, never destroyed by a static destructor after Py_Finalize (it holds references).
-SamplingSession* g_session = nullptr;
-SamplingSession* g_finished = nullptr;  // the last stopped session, until the next start
-bool g_regions_ready = false;
+// Plain pointers on purpose: a session still held at interpreter exit is leaked, never
+// destroyed by a static destructor after Py_Finalize (it holds references).
+SamplingSession* g_session PEAKLINE_GUARDED_BY(python::gil) = nullptr;
+// The last stopped session, until the next start.
+SamplingSession* g_finished PEAKLINE_GUARDED_BY(python::gil) = nullptr;
+bool g_regions_ready PEAKLINE_GUARDED_BY(python::gil) = false;
 
 // The main thread's state while a session runs (its Python stack is read by other threads'
 // samples and events: python/python_frames.h, ReadOtherThreadStack). Set before sampling is
@@ -84,9 +84,8 @@ PyThreadState* FindThreadState(pid_t tid) {
 
 pid_t g_main_tid = 0;
 MainStackCache g_main_stack;
-// peakline's own Python threads (ExcludeCurrentThread), handed to every new session. Guarded
-// by the GIL.
-std::unordered_set<pid_t> g_excluded_tids;
+// peakline's own Python threads (ExcludeCurrentThread), handed to every new session.
+std::unordered_set<pid_t> g_excluded_tids PEAKLINE_GUARDED_BY(python::gil);
 
 int ReadMainStack(void* ts, RawFrame* out, int max) {
   return ReadOtherThreadStack(static_cast<PyThreadState*>(ts), out, max).nframes;
@@ -155,20 +154,22 @@ int64_t g_memory_interval = 0;
 int64_t g_copy_interval = 0;
 
 bool BeforeCodeFreed(PyObject* code) {
+  python::AssumeGilHeld();  // the code-object deallocation hook (python/code_resolver.h)
   // A cached reading of the main thread's stack may name this code object; once it is freed
   // such a reading would make other threads' records name freed memory.
   g_main_stack.Invalidate();
   return g_session != nullptr && g_session->BeforeCodeFreed(code);
 }
 
-// Returns "" or what could not be located (a classification that silently degraded would
+// Fails saying what could not be located (a classification that silently degraded would
 // report native time as Python time, so the failure is reported instead).
-std::string SetUpRegions() {
-  if (g_regions_ready) return "";
+Status SetUpRegions() PEAKLINE_REQUIRES(python::gil) {
+  if (g_regions_ready) return Status();
   // Order matters: the first matching range wins.
   if (!g_regions.AddSymbolContaining(reinterpret_cast<const void*>(&_PyEval_EvalFrameDefault),
                                      CodeRegion::kEvalLoop)) {
-    return "cannot locate the interpreter's evaluation loop (_PyEval_EvalFrameDefault)";
+    return Status::Error(
+        "cannot locate the interpreter's evaluation loop (_PyEval_EvalFrameDefault)");
   }
 #if PY_VERSION_HEX < 0x030B0000
   // 3.10 calls a Python function through C: the callee's frame is built and released outside
@@ -189,17 +190,17 @@ std::string SetUpRegions() {
 #endif
   if (!g_regions.AddObjectContaining(reinterpret_cast<const void*>(&PyEval_EvalCode),
                                      CodeRegion::kInterpreter)) {
-    return "cannot locate the interpreter's code segment";
+    return Status::Error("cannot locate the interpreter's code segment");
   }
   // peakline's own code (the allocation hooks run inside the program's allocations): time
   // there belongs to whatever the program's current op is doing, like libc's.
   if (!g_regions.AddObjectContaining(reinterpret_cast<const void*>(&StartProfiler),
                                      CodeRegion::kNeutral)) {
-    return "cannot locate peakline's own code segment";
+    return Status::Error("cannot locate peakline's own code segment");
   }
   // libc: qsort is not an IFUNC, so its address lies in libc itself.
   if (!g_regions.AddObjectContaining(reinterpret_cast<const void*>(&qsort), CodeRegion::kNeutral)) {
-    return "cannot locate libc's code segment";
+    return Status::Error("cannot locate libc's code segment");
   }
   // Runtime plumbing the interpreter itself runs through, classified by the current op like
   // libc. Optional: a missing one only means its time counts as native. The dynamic linker
@@ -210,43 +211,47 @@ std::string SetUpRegions() {
   g_regions.AddObjectDefining("pthread_getspecific", CodeRegion::kNeutral);  // libpthread, glibc < 2.34
   g_regions.AddVdso(CodeRegion::kNeutral);  // time.perf_counter() and friends
   g_regions_ready = true;
-  return "";
+  return Status();
 }
 
 }  // namespace
 
-std::string StartProfiler(const ProfilerConfig& config) {
-  if (g_session) return "peakline is already profiling this process";
-  if (config.cpu_interval_ns < 1'000'000) return "the CPU sampling interval must be at least 1 ms";
+Status StartProfiler(const ProfilerConfig& config) {
+  if (g_session) return Status::Error("peakline is already profiling this process");
+  if (config.cpu_interval_ns < 1'000'000) {
+    return Status::Error("the CPU sampling interval must be at least 1 ms");
+  }
 #ifdef Py_GIL_DISABLED
   // Free-threaded build: the memory hooks' stack capture and the Python-domain wrappers rely
   // on the GIL (the session turns memory off there and says so; this is the backstop).
-  if (config.memory) return "memory profiling is not available on free-threaded CPython";
-#endif
-  if (const char* problem = SelfCheckFrameLayout()) {
-    return std::string("cannot read this interpreter's frames: ") + problem;
+  if (config.memory) {
+    return Status::Error("memory profiling is not available on free-threaded CPython");
   }
-  if (std::string problem = SetUpRegions(); !problem.empty()) return problem;
+#endif
+  if (Status frames = SelfCheckFrameLayout(); !frames.ok()) {
+    return frames.WithContext("cannot read this interpreter's frames");
+  }
+  if (Status regions = SetUpRegions(); !regions.ok()) return regions;
   for (int i = 0; i < 256; ++i) g_call_opcodes[i] = config.call_opcodes[i];
 
   SamplingSessionConfig ac;
   static_cast<ProfilerConfig&>(ac) = config;
   ac.signo = CpuSamplingSignal();
   if (ac.signo < 0) {
-    return "no free real-time signal for CPU sampling (every one is handled, ignored or "
-           "blocked)";
+    return Status::Error(
+        "no free real-time signal for CPU sampling (every one is handled, ignored or blocked)");
   }
   ac.start_ns = MonotonicNowNs();
   ac.excluded_tids = g_excluded_tids;
   g_start_ns = ac.start_ns;
-  if (int err = InstallCpuSignalHandler(ac.signo, CapturePythonStack); err != 0) {
-    return std::string("cannot install the sampling signal handler: ") + std::strerror(err);
+  if (Status handler = InstallCpuSignalHandler(ac.signo, CapturePythonStack); !handler.ok()) {
+    return handler;
   }
   // The program's own sigaction calls for the sampling signal are recorded, never applied
   // (process_hooks.h); they stay installed with the handler for the life of the process.
-  if (std::string error; !hooks::StartProcessHooks(reinterpret_cast<const void*>(&StartProfiler),
-                                                   &error)) {
-    return "cannot install the signal and dlsym hooks: " + error;
+  Status process_hooks = hooks::StartProcessHooks(reinterpret_cast<const void*>(&StartProfiler));
+  if (!process_hooks.ok()) {
+    return process_hooks.WithContext("cannot install the signal and dlsym hooks");
   }
   // A finished session whose operation is still on some stack (stopped from inside one of
   // its own callbacks) is left alive: it resumes when that callback returns.
@@ -265,24 +270,24 @@ std::string StartProfiler(const ProfilerConfig& config) {
     mc.copy_mean_bytes = config.copy_sampling_interval_bytes;
     g_memory_interval = mc.alloc_mean_bytes;
     g_copy_interval = mc.copy_mean_bytes;
-    std::string error;
-    if (!hooks::StartMemoryHooks(mc, CaptureMemoryStack, reinterpret_cast<const void*>(&StartProfiler),
-                                 &error)) {
+    Status memory = hooks::StartMemoryHooks(mc, CaptureMemoryStack,
+                                            reinterpret_cast<const void*>(&StartProfiler));
+    if (!memory.ok()) {
       UninstallCodeDeallocHook();
       g_main_tstate.store(nullptr, std::memory_order_relaxed);
       delete g_session;
       g_session = nullptr;
-      return "cannot install the memory hooks: " + error;
+      return memory.WithContext("cannot install the memory hooks");
     }
     hooks::InstallPyMemHooks();
   }
   SetCpuSamplingEnabled(true);
   g_session->Start();
-  return "";
+  return Status();
 }
 
-std::string StopProfiler() {
-  if (!g_session) return "peakline is not profiling";
+Status StopProfiler() {
+  if (!g_session) return Status::Error("peakline is not profiling");
   SetCpuSamplingEnabled(false);
   WaitForCpuHandlersIdle();
   if (g_memory_on) {
@@ -297,19 +302,15 @@ std::string StopProfiler() {
   UninstallCodeDeallocHook();
   g_finished = g_session;
   g_session = nullptr;
-  return "";
+  return Status();
 }
 
 bool ProfilerActive() { return g_session != nullptr; }
 
-std::string ReleaseProcess(int wait_ms) {
-  if (g_session != nullptr) return "a profiling session is running";
+Status ReleaseProcess(int wait_ms) {
+  if (g_session != nullptr) return Status::Error("a profiling session is running");
   hooks::StopProcessHooks();
-  if (int err = ReleaseCpuSignalHandler(wait_ms); err != 0) {
-    return err == EBUSY ? "a sampling signal is still pending; its handler stays (inert)"
-                        : std::string("cannot restore the sampling signal: ") + std::strerror(err);
-  }
-  return "";
+  return ReleaseCpuSignalHandler(wait_ms);
 }
 
 void ThreadStarted() {

@@ -3,9 +3,9 @@
 // stop it, and keep it consistent across threads and fork. StartProfiler builds the
 // session/sampling_session.h object and installs the signal handler, the hooks and the
 // code-object deallocation hook around it; StopProfiler takes them out in reverse order.
-// Every function is called from Python with the GIL held. The binding also calls a few
-// things outside this file directly (session/signal_watch.h, cpu/native_thread_ids.h, the
-// dynamic-code locator in python/code_resolver.h, attach/).
+// Every function is called from Python with the GIL held (PEAKLINE_REQUIRES: python/gil.h).
+// The binding also calls a few things outside this file directly (session/signal_watch.h,
+// cpu/native_thread_ids.h, the dynamic-code locator in python/code_resolver.h, attach/).
 #ifndef PEAKLINE_SESSION_PROFILER_H_
 #define PEAKLINE_SESSION_PROFILER_H_
 
@@ -16,6 +16,10 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "base/status.h"
+#include "base/thread_annotations.h"
+#include "python/gil.h"
 
 namespace peakline::session {
 
@@ -96,27 +100,27 @@ struct Snapshot {
   std::vector<GpuError> gpu_errors;
 };
 
-// Returns "" on success, else a one-line reason (already profiling, an interval under 1 ms,
-// a frame layout this core does not know, no free real-time signal, a handler or hook that
-// cannot be installed). A thread whose timer cannot be armed is not a failure: it is
-// counted (stats "timer_errors") and left unsampled.
-[[nodiscard]] std::string StartProfiler(const ProfilerConfig& config);
-// Stops sampling and drains everything still queued. Returns "" or a reason.
-[[nodiscard]] std::string StopProfiler();
-bool ProfilerActive();
+// Fails with a one-line reason (already profiling, an interval under 1 ms, a frame layout
+// this core does not know, no free real-time signal, a handler or hook that cannot be
+// installed). A thread whose timer cannot be armed is not a failure: it is counted (stats
+// "timer_errors") and left unsampled.
+Status StartProfiler(const ProfilerConfig& config) PEAKLINE_REQUIRES(python::gil);
+// Stops sampling and drains everything still queued. Fails when nothing is profiling.
+Status StopProfiler() PEAKLINE_REQUIRES(python::gil);
+bool ProfilerActive() PEAKLINE_REQUIRES(python::gil);
 // After StopProfiler, for a process peakline attached to: takes out what a session leaves
 // installed for the life of the process otherwise: the process hooks (sigaction family,
 // dlopen, dlsym) and the sampling signal's handler (the program's disposition of that signal
-// is applied again; cpu_signal_handler.h, ReleaseCpuSignalHandler). Returns "" or why not
-// (a session is running; a tick still pending after wait_ms: the handler is kept, harmless).
-[[nodiscard]] std::string ReleaseProcess(int wait_ms);
+// is applied again; cpu_signal_handler.h, ReleaseCpuSignalHandler). Fails saying why not (a
+// session is running; a tick still pending after wait_ms: the handler is kept, harmless).
+Status ReleaseProcess(int wait_ms) PEAKLINE_REQUIRES(python::gil);
 // Called by a Python thread itself, GIL held (peakline wraps threading's thread bootstrap):
 // ThreadStarted first thing, so its CPU timer runs from its birth instead of from the next
 // tick; ThreadFinishing last thing, so the CPU it ran after its last sample (all of it, for a
 // thread shorter than the sampling interval) is counted. When nothing is profiling they do
 // nothing, except that ThreadStarted records the thread's kernel id (3.10: native_thread_ids.h).
-void ThreadStarted();
-void ThreadFinishing();
+void ThreadStarted() PEAKLINE_REQUIRES(python::gil);
+void ThreadFinishing() PEAKLINE_REQUIRES(python::gil);
 // Fork child only: called first thing after fork (os.register_at_fork(after_in_child=...)),
 // GIL held, the only thread. The parent's session is still in this copy of memory but its
 // tick thread and CPU timers are not: forget it (leaked, never destroyed: its std::thread is
@@ -124,19 +128,19 @@ void ThreadFinishing();
 // hooks out and reset the fork-unsafe shared state, so that StartProfiler works again in the
 // child. When nothing was profiling it only forgets the parent's own threads
 // (ExcludeCurrentThread), which do not exist in the child.
-void ResetAfterForkInChild();
+void ResetAfterForkInChild() PEAKLINE_REQUIRES(python::gil);
 // The data of the last stopped session (empty if none).
-Snapshot CollectProfile();
+Snapshot CollectProfile() PEAKLINE_REQUIRES(python::gil);
 // The running session's data so far, without stopping or resetting it (empty if nothing is
 // profiling). GIL held, never from a hook or signal handler: it first drains what the threads
 // queued since the last tick (as a tick does, unless an operation is suspended in a Python
 // callback: then the figures are those of the last tick), then copies the aggregates. The
 // counters keep counting; a later snapshot or the final profile includes everything again.
-Snapshot CollectRunningProfile();
+Snapshot CollectRunningProfile() PEAKLINE_REQUIRES(python::gil);
 // Called by one of peakline's own Python threads (the snapshot writer, the live view) first
 // thing, GIL held: it is never sampled, its waits are not measured and its allocations are
 // not counted, in this session and every later one of this process (until the process forks).
-void ExcludeCurrentThread();
+void ExcludeCurrentThread() PEAKLINE_REQUIRES(python::gil);
 
 }  // namespace peakline::session
 

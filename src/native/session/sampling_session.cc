@@ -146,11 +146,17 @@ SamplingSession::SamplingSession(const SamplingSessionConfig& config)
         config_.memory_events);
   }
   if (config_.gpu) {
-    std::string why;
     gpu::NvmlPollerOptions options;
     options.on_thread_start = hooks::MarkCurrentThreadInternal;  // NVML's own mallocs
-    std::unique_ptr<gpu::NvmlPoller> poller = gpu::NvmlPoller::Open(options, &why);
-    gpu_ = std::make_unique<gpu::GpuAggregator>(&table_, std::move(poller), why,
+    std::unique_ptr<gpu::NvmlPoller> poller;
+    std::string unavailable;  // why NVML is not used
+    if (Result<std::unique_ptr<gpu::NvmlPoller>> opened = gpu::NvmlPoller::Open(options);
+        opened.ok()) {
+      poller = std::move(opened).value();
+    } else {
+      unavailable = opened.status().message();
+    }
+    gpu_ = std::make_unique<gpu::GpuAggregator>(&table_, std::move(poller), unavailable,
                                                 static_cast<PyObject*>(config_.torch_probe));
   }
 }
@@ -183,10 +189,10 @@ void SamplingSession::Start() {
 void SamplingSession::StopThread() {
   if (!thread_started_) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   thread_.join();
   if (gpu_) gpu_->StopThread();
   if (memory_) memory_->StopStaging();
@@ -208,24 +214,28 @@ void SamplingSession::Run() {
   int64_t tick = 0;
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (cv_.wait_for(lock, std::chrono::nanoseconds(config_.tick_ns), [this] { return stop_; }))
-        break;
+      MutexLock lock(&mu_);
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::nanoseconds(config_.tick_ns);
+      // Until stopped or the tick is due (a wake-up may be spurious: the loop re-checks).
+      while (!stop_ && cv_.WaitUntil(&mu_, deadline)) {
+      }
+      if (stop_) break;
     }
     // Without the GIL: a signal whose Python handler has not run may need re-sending to a
     // main thread that went to sleep just after it arrived (session/signal_watch.h).
     KickPendingSignals(config_.main_tid, MonotonicNowNs());
-    PyEval_RestoreThread(ts);
+    python::TakeGil(ts);
     if (busy_) {  // another thread is suspended half-way through an operation: next time
       ++stats_.skipped_ticks;
     } else {
       OwnerScope owner(this);
       Tick(/*measure_wait=*/true, config_.sample_native_threads && tick % 10 == 0);
     }
-    PyEval_SaveThread();
+    python::DropGil();
     ++tick;
   }
-  PyEval_RestoreThread(ts);
+  PyEval_RestoreThread(ts);  // for good: PyThreadState_DeleteCurrent releases it
   PyThreadState_Clear(ts);
   PyThreadState_DeleteCurrent();
 }
@@ -385,7 +395,7 @@ ThreadSlot* SamplingSession::Register(pid_t tid, bool python, int64_t first_with
                                             : config_.cpu_interval_ns;
   const int64_t first = 1 + static_cast<int64_t>(seed_ % static_cast<uint64_t>(within));
   if (ArmThreadCpuTimer(tid, config_.signo, CpuTickValue(slot), config_.cpu_interval_ns, first,
-                        &slot->timer) == 0) {
+                        &slot->timer).ok()) {
     slot->armed = true;
   } else {
     ++stats_.timer_errors;

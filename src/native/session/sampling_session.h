@@ -36,10 +36,8 @@
 
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -49,12 +47,15 @@
 #include "aggregate/reported_files.h"
 #include "aggregate/stack_table.h"
 #include "aggregate/time_buckets.h"
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "cpu/thread_cpu_timer.h"
 #include "cpu/thread_slot.h"
 #include "gpu/gpu_aggregator.h"
 #include "python/code_resolver.h"
 #include "session/profiler.h"
 #include "transport/mpsc_ring.h"
+#include "python/gil.h"
 #include "transport/sample_record.h"
 
 namespace peakline::session {
@@ -98,26 +99,27 @@ class SamplingSession {
   ~SamplingSession();
 
   // GIL held. Registers the calling thread's interpreter threads and starts the tick thread.
-  void Start();
+  void Start() PEAKLINE_REQUIRES(python::gil);
   // Called WITHOUT the GIL: stops and joins the tick thread, deletes all timers.
   void StopThread();
   // GIL held: final wait measurement and drain of everything still queued.
-  void Drain(bool measure_wait);
+  void Drain(bool measure_wait) PEAKLINE_REQUIRES(python::gil);
   // GIL held, session running (a snapshot): an extra tick now, so that the tables hold what
   // the threads queued up to this moment. Skipped while an operation is under way (suspended
   // in a Python callback, maybe on this very thread): the tables then stand as of the last
   // tick, which is consistent (no operation holds references into them across a callback).
-  void CatchUp();
+  void CatchUp() PEAKLINE_REQUIRES(python::gil);
   // GIL held: thread tid is peakline's own (profiler.h, ExcludeCurrentThread). Never
   // registered from now on; a slot it already has is retired and left out of Threads().
-  void Exclude(pid_t tid);
+  void Exclude(pid_t tid) PEAKLINE_REQUIRES(python::gil);
 
   aggregate::StackTable& table() { return table_; }
   const aggregate::StackTable& table() const { return table_; }
   const aggregate::MemoryAggregator* memory() const { return memory_.get(); }
   const gpu::GpuAggregator* gpu() const { return gpu_.get(); }
   const SamplingSessionStats& stats() const { return stats_; }
-  bool busy() const { return busy_; }  // an operation is under way (maybe suspended)
+  // An operation is under way (maybe suspended).
+  bool busy() const PEAKLINE_REQUIRES(python::gil) { return busy_; }
   const SamplingSessionConfig& config() const { return config_; }
   std::vector<ThreadSummary> Threads() const;
   // When the process used its CPU and which line its main thread was on (time_buckets.h).
@@ -126,25 +128,25 @@ class SamplingSession {
 
   // GIL held, on thread tid itself (profiler.h, ThreadStarted / ThreadFinishing). Skipped
   // while another operation is suspended (the tick then registers the thread as before).
-  void ThreadStarted(pid_t tid);
-  void ThreadFinishing(pid_t tid);
+  void ThreadStarted(pid_t tid) PEAKLINE_REQUIRES(python::gil);
+  void ThreadFinishing(pid_t tid) PEAKLINE_REQUIRES(python::gil);
 
   // GIL held, from the code-object deallocation hook. Keeps the object (returns true): the
   // operation that owns the session — this call, or one suspended in a Python callback —
   // resolves every pending sample while the object is intact, then frees it
   // (EndOperation).
-  bool BeforeCodeFreed(PyObject* code);
+  bool BeforeCodeFreed(PyObject* code) PEAKLINE_REQUIRES(python::gil);
 
  private:
   // One operation (a tick, the final drain, a code-object free) owns the session for its
   // lifetime; the GIL is held throughout, except inside the Python callbacks it makes.
   class OwnerScope {
    public:
-    explicit OwnerScope(SamplingSession* a) : a_(a) {
+    explicit OwnerScope(SamplingSession* a) PEAKLINE_REQUIRES(python::gil) : a_(a) {
       a_->busy_ = true;
       a_->owner_tid_ = cpu::CurrentTid();
     }
-    ~OwnerScope() { a_->EndOperation(); }
+    ~OwnerScope() PEAKLINE_REQUIRES(python::gil) { a_->EndOperation(); }
     OwnerScope(const OwnerScope&) = delete;
     OwnerScope& operator=(const OwnerScope&) = delete;
 
@@ -153,15 +155,16 @@ class SamplingSession {
   };
   // Frees the code objects kept meanwhile, each after draining the samples that may name it,
   // then gives up ownership.
-  void EndOperation();
-  void DrainAll();
+  void EndOperation() PEAKLINE_REQUIRES(python::gil);
+  void DrainAll() PEAKLINE_REQUIRES(python::gil);
 
-  void Run();
+  // The tick thread: takes the GIL every tick_ns (TakeGil), until StopThread.
+  void Run() PEAKLINE_EXCLUDES(mu_);
   // Owner only. scan_native: also look for new native threads.
-  void Tick(bool measure_wait, bool scan_native);
-  void RegisterPythonThreads();
+  void Tick(bool measure_wait, bool scan_native) PEAKLINE_REQUIRES(python::gil);
+  void RegisterPythonThreads() PEAKLINE_REQUIRES(python::gil);
   // Registers the threads in `alive` not yet known, retires known ones not in it.
-  void ScanNativeThreads(const std::unordered_set<pid_t>& alive);
+  void ScanNativeThreads(const std::unordered_set<pid_t>& alive) PEAKLINE_REQUIRES(python::gil);
   bool IsGpuPoller(pid_t tid) const {  // peakline's own NVML thread: never sampled
     return gpu_ && gpu_->poller() && gpu_->poller()->thread_tid() == tid;
   }
@@ -203,7 +206,8 @@ class SamplingSession {
   std::unordered_map<pid_t, PyThreadState*> tstates_;  // refreshed every tick
   std::vector<ThreadSummary> retired_;
   pid_t own_tid_ = 0;
-  std::unordered_set<pid_t> excluded_tids_;  // peakline's own Python threads (GIL-guarded)
+  // peakline's own Python threads.
+  std::unordered_set<pid_t> excluded_tids_ PEAKLINE_GUARDED_BY(python::gil);
   int64_t start_ticks_ = 0;                  // session start, clock ticks since boot
   bool initial_threads_registered_ = false;  // later registrations are of new threads
   std::unordered_set<pid_t> initial_tids_;   // the threads alive at the session's start
@@ -221,14 +225,15 @@ class SamplingSession {
   bool stitch_stack_valid_ = false;
   alignas(8) uint8_t record_[transport::kMaxRecordBytes];
 
-  bool busy_ = false;                 // an operation owns the session (GIL-guarded)
-  pid_t owner_tid_ = 0;               // the thread of that operation
-  std::vector<PyObject*> kept_codes_;  // freed while busy_: refcount 0, not yet deallocated
+  bool busy_ PEAKLINE_GUARDED_BY(python::gil) = false;  // an operation owns the session
+  pid_t owner_tid_ PEAKLINE_GUARDED_BY(python::gil) = 0;  // the thread of that operation
+  // Freed while busy_: refcount 0, not yet deallocated.
+  std::vector<PyObject*> kept_codes_ PEAKLINE_GUARDED_BY(python::gil);
 
-  std::mutex mu_;  // guards stop_ for the condition variable
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool stopped_ = false;  // after StopThread: no new timers (GIL-guarded)
+  Mutex mu_;
+  CondVar cv_;  // rung by StopThread
+  bool stop_ PEAKLINE_GUARDED_BY(mu_) = false;
+  bool stopped_ = false;  // after StopThread: no new timers (tick thread/GIL-owned)
   std::atomic<bool> thread_started_{false};
   std::thread thread_;
 };

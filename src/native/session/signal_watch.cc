@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "cpu/clock.h"
 
@@ -75,17 +76,20 @@ void ForgetKicks() {
 
 }  // namespace
 
-int WatchSignal(int signo) {
-  if (signo <= 0 || signo >= kMaxSignal) return EINVAL;
+Status WatchSignal(int signo) {
+  auto fail = [signo](int err) {
+    return Status::FromErrno(err, "cannot watch signal " + std::to_string(signo));
+  };
+  if (signo <= 0 || signo >= kMaxSignal) return fail(EINVAL);
   static const int atfork = pthread_atfork(nullptr, nullptr, ForgetKicks);
   (void)atfork;
   Watched& w = g_watched[signo];
   struct sigaction current;
-  if (sigaction(signo, nullptr, &current) != 0) return errno;
-  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == OnSignal) return 0;
+  if (sigaction(signo, nullptr, &current) != 0) return fail(errno);
+  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == OnSignal) return Status();
   if (!(current.sa_flags & SA_SIGINFO) &&
       (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)) {
-    return EINVAL;
+    return fail(EINVAL);
   }
   // An arrival not yet handled is kept: a fork child re-watches after installing its own
   // handler, and a SIGTERM that landed in between was recorded here while CPython dropped its
@@ -99,9 +103,9 @@ int WatchSignal(int signo) {
   if (sigaction(signo, &mine, nullptr) != 0) {
     const int err = errno;
     w.active.store(false, std::memory_order_release);
-    return err;
+    return fail(err);
   }
-  return 0;
+  return Status();
 }
 
 void SignalHandled(int signo) {

@@ -23,12 +23,15 @@
 
 #include <cstdint>
 
+#include "base/status.h"
+
 namespace peakline::session {
 
 // Wraps the current handler of `signo` (which must be a handler, not SIG_DFL/SIG_IGN).
-// Returns 0 or an errno value. The wrapper goes away by itself when the program (or CPython)
-// installs another handler. A fork child forgets the arrivals its parent recorded.
-int WatchSignal(int signo);
+// Fails with "cannot watch signal N: <strerror>" and the errno value as its code (EINVAL for
+// no handler). The wrapper goes away by itself when the program (or CPython) installs another
+// handler. A fork child forgets the arrivals its parent recorded.
+Status WatchSignal(int signo);
 // The Python handler of `signo` has started: no more re-sending.
 void SignalHandled(int signo);
 

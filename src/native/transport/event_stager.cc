@@ -38,7 +38,7 @@ void EventStager::Run(void (*on_thread_start)()) {
   for (;;) {
     ring_->WaitDoorbell(kIdleWaitNs);
     if (stop_.load(std::memory_order_acquire)) return;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const size_t moved = StageLocked(ring_);
     if (moved > 0) {
       passes_.fetch_add(1, std::memory_order_relaxed);

@@ -33,9 +33,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <mutex>
 #include <thread>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "transport/mpsc_ring.h"
 #include "transport/zeroed_pages.h"
 
@@ -66,7 +67,7 @@ class EventStager {
   // still in the ring (nullptr: none), in order. length is SIZE_MAX for a record longer than
   // max_record. fn may run Python (it is not called under the lock).
   template <typename Fn>
-  void Drain(MpscRing* ring, Fn&& fn);
+  void Drain(MpscRing* ring, Fn&& fn) PEAKLINE_EXCLUDES(mu_);
 
   // Records the thread moved (not counting the consumer's own), and its passes that moved any.
   uint64_t staged_records() const { return staged_.load(std::memory_order_relaxed); }
@@ -81,15 +82,16 @@ class EventStager {
     uint8_t* bytes() { return reinterpret_cast<uint8_t*>(words.get()); }
   };
 
-  void Run(void (*on_thread_start)());
-  // Under mu_: moves committed records from the ring into the active buffer while they fit.
-  // Returns how many were moved.
-  size_t StageLocked(MpscRing* ring);
+  void Run(void (*on_thread_start)()) PEAKLINE_EXCLUDES(mu_);
+  // Moves committed records from the ring into the active buffer while they fit. Returns how
+  // many were moved.
+  size_t StageLocked(MpscRing* ring) PEAKLINE_REQUIRES(mu_);
 
   const size_t max_record_;
+  // The active one is the thread's (under mu_); the other is the consumer's while it is taken.
   Buffer bufs_[2];
-  int active_ = 0;  // the buffer being filled; guarded by mu_
-  std::mutex mu_;
+  int active_ PEAKLINE_GUARDED_BY(mu_) = 0;  // the buffer being filled
+  Mutex mu_;
   MpscRing* ring_ = nullptr;
   std::thread thread_;
   std::atomic<bool> stop_{false};
@@ -104,7 +106,7 @@ void EventStager::Drain(MpscRing* ring, Fn&& fn) {
   for (int round = 0; round < 64; ++round) {
     Buffer* taken;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (ring != nullptr) StageLocked(ring);
       taken = &bufs_[active_];
       if (taken->used == 0) break;
@@ -126,7 +128,7 @@ void EventStager::Drain(MpscRing* ring, Fn&& fn) {
     if (taken->used > kKeepBytes) taken->words.Reset();
     // Only the consumer reads or writes a taken buffer's contents; its used count is reset
     // under the lock so the thread sees an empty buffer when it becomes active again.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     taken->used = 0;
   }
 }
