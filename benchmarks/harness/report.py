@@ -375,10 +375,14 @@ def _cost_section(cost: dict, tools: dict) -> list[str]:
     lines = ["", "## Cost", "",
              f"One run of `calibration/long_loop.py {seconds:g}` (a {seconds:g} s loop of "
              "dict/list churn and sha256; it stops at a deadline) plain and under each tool. "
-             "*Max RSS*: `ru_maxrss` from `os.wait4()` of the process the harness started — "
-             "the largest process of its tree (py-spy is the parent of the interpreter; "
+             "*Max RSS*: the peak RSS (`ru_maxrss`) of the command the harness started, "
+             "as GNU time (`/usr/bin/time -f %M`) reads it for its own child — the harness "
+             "does not read it itself, because `ru_maxrss` survives `exec` and a process "
+             "forked from the harness would start from the harness's own peak. It is "
+             "the largest process of the command's tree (py-spy is the parent of the interpreter; "
              "Scalene and Fil re-exec the interpreter; memray writes from inside it). "
-             "*Output*: everything the tool wrote.", "",
+             "*Output*: everything the tool wrote."
+             + (f" {cost['note']}" if cost.get("note") else ""), "",
              "| Tool | Wall (s) | Max RSS (MiB) | Extra RSS (MiB) | Output |",
              "|---|---|---|---|---|"]
     for tool, row in rows.items():

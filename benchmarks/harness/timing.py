@@ -58,6 +58,9 @@ def _group_rss_kb(pgid: int) -> int:
     return total
 
 
+GNU_TIME = pathlib.Path("/usr/bin/time")
+
+
 def _watch_memory(pid: int, limit_kb: int, done: threading.Event) -> None:
     while not done.wait(0.25):
         if _group_rss_kb(pid) > limit_kb:
@@ -69,6 +72,15 @@ def _run_once(argv: list[str], scratch: pathlib.Path, timeout_s: float,
               env: dict | None = None,
               memory_limit_kb: int | None = None) -> tuple[float, int, int, str]:
     stderr_path = scratch / "stderr.txt"
+    # ru_maxrss survives exec: a child forked (or vforked) from this harness starts with the
+    # harness's own peak RSS as its floor, so wait4's figure would never fall below it. GNU
+    # time forks the measured program from its own small process and reports that child's
+    # peak, which is the program's own.
+    maxrss_file = None
+    if GNU_TIME.exists():
+        fd, maxrss_file = tempfile.mkstemp(prefix="peakline-bench-maxrss-")
+        os.close(fd)
+        argv = [str(GNU_TIME), "-f", "%M", "-o", maxrss_file, *argv]
     with open(stderr_path, "wb") as stderr:
         started = time.perf_counter()
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -88,8 +100,21 @@ def _run_once(argv: list[str], scratch: pathlib.Path, timeout_s: float,
             done.set()
         wall = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)  # already reaped by wait4
+    max_rss_kb = usage.ru_maxrss
+    if maxrss_file is not None:
+        try:
+            lines = pathlib.Path(maxrss_file).read_text().split()
+            max_rss_kb = int(lines[-1]) if lines else max_rss_kb
+            # time exits 128+N for a program killed by signal N (a kill of the whole group
+            # kills time too and reads as -N already)
+            if process.returncode > 128 and any(w == "signal" for w in lines):
+                process.returncode = 128 - process.returncode
+        except (OSError, ValueError):
+            pass
+        finally:
+            os.unlink(maxrss_file)
     tail = stderr_path.read_text(errors="replace")[-2000:] if process.returncode else ""
-    return wall, process.returncode, usage.ru_maxrss, tail
+    return wall, process.returncode, max_rss_kb, tail
 
 
 def _kill_group(pid: int) -> None:
