@@ -77,8 +77,11 @@ def test_uncaught_exception_prints_the_normal_traceback(tmp_path):
 
 
 def test_ctrl_c_ends_the_program_as_unprofiled(tmp_path):
+    # The handler is set explicitly: a test run started in the background (`cmd &`) inherits
+    # SIGINT ignored, and CPython then installs no KeyboardInterrupt handler at all.
     script = write(tmp_path, "intr.py", """
         import os, signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         x = sum(range(10**6))
         os.kill(os.getpid(), signal.SIGINT)
         import time; time.sleep(5)
