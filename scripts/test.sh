@@ -27,6 +27,7 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # The validation server is tested against a real PostgreSQL (a private cluster per test run).
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)   # the live view is read through a real terminal
+[ -x /usr/bin/time ] || missing+=(time)   # the benchmark harness reads a program's peak RSS with it
 # CPython 3.14/3.15 come from a Debian forky root made with debootstrap (as root only).
 if [ "$(id -u)" -eq 0 ] && [ -n "${PEAKLINE_CHROOT_PYTHONS-3.14 3.15}" ]; then
   command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)

@@ -222,3 +222,22 @@ def test_publish_regenerates_both_published_reports(monkeypatch):
         "benchmarks-python.md", "benchmarks-python.json", "benchmarks-python.png")}
     python_tools = run_overhead.parse_args(run_overhead.PUBLISH[1]).tools
     assert "scalene-full" in python_tools  # no longer left out: it runs without torch
+
+
+def test_peak_rss_is_the_programs_not_the_harnesss(harness, tmp_path):
+    """ru_maxrss survives exec, so a program started from a process with a large peak would
+    read that peak. The harness (here: this test process, made to peak above 300 MiB) must
+    report each program's own: a bare interpreter stays far below the harness's peak, and a
+    program that touches 128 MiB reads at least that and not the harness's figure."""
+    _, timing = harness
+    ballast = bytearray(320 << 20)  # zero pages are not resident until written
+    for offset in range(0, len(ballast), 4096):
+        ballast[offset] = 1
+    bare = timing._run_once([sys.executable, "-c", "pass"], tmp_path, 60)
+    held = timing._run_once(
+        [sys.executable, "-c", "b = bytearray(128 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1"],
+        tmp_path, 60)
+    del ballast
+    assert bare[1] == 0 and held[1] == 0
+    assert bare[2] < 100 * 1024, bare  # KiB: an interpreter alone is ~10-20 MiB
+    assert 128 * 1024 <= held[2] < 250 * 1024, held
