@@ -208,6 +208,7 @@ def _stop(state: dict, *, exited: bool) -> dict:
 def _data(session, raw: dict, *, exited: bool, control_tid: int) -> dict:
     """What the attaching command needs to build the profile as if built here."""
     from peakline.model.selection import default_library_dirs
+    from peakline.session import peak_rss_bytes
 
     return {
         "raw": raw,
@@ -223,21 +224,10 @@ def _data(session, raw: dict, *, exited: bool, control_tid: int) -> dict:
             "exit_code": None,
             "options": session.options.as_profile_options(),
             "thread_names": session._thread_names.snapshot(),
-            "peak_rss_bytes": _peak_rss_bytes() if session.options.memory else None,
+            "peak_rss_bytes": peak_rss_bytes() if session.options.memory else None,
             "python_version": sys.version.split()[0],
         },
     }
-
-
-def _peak_rss_bytes() -> int | None:
-    try:
-        with open("/proc/self/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def _at_exit() -> None:

@@ -186,11 +186,21 @@ class _ThreadNames:
         return {**self.names, **live}
 
 
-def _peak_rss_bytes() -> int:
-    """The kernel's high-water mark of this process's resident set (Linux: KiB)."""
-    import resource
+def peak_rss_bytes() -> int | None:
+    """The kernel's high-water mark of this process's resident set, read from VmHWM.
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    Not getrusage's ru_maxrss: that survives exec, so a program started by a large parent
+    (a test runner, a notebook kernel, a benchmark harness) would report the parent's
+    resident set as its own peak. VmHWM belongs to the address space, which exec replaces.
+    """
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _signal_name(signo: int | None) -> str:
@@ -510,7 +520,7 @@ class Session:
             "exit_code": exit_code,
             "options": self.options.as_profile_options(),
             "thread_names": self._thread_names.snapshot(),
-            "peak_rss_bytes": _peak_rss_bytes() if self.options.memory else None,
+            "peak_rss_bytes": peak_rss_bytes() if self.options.memory else None,
             "cgroup_throttling": self._throttling,
         }
         profile = build_profile(raw, meta=meta, selection=self._selection)

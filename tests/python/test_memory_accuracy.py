@@ -13,6 +13,8 @@ live_end_bytes) are counted, not sampled: their slack is the per-thread flush gr
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 
 import pytest
@@ -239,3 +241,23 @@ def test_allocators_looked_up_during_a_session_still_work_after_it(tmp_path):
                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert res.stdout == "after True\n"
+
+
+def test_peak_rss_is_the_programs_not_its_parents(tmp_path):
+    # A parent that holds 400 MiB (touched) starts `peakline run` on a program that holds
+    # almost nothing. The kernel's ru_maxrss survives fork+exec, so reading it would report
+    # the parent's 400 MiB as the program's peak RSS; the address space's own high-water mark
+    # (VmHWM) starts again at exec.
+    tiny = tmp_path / "tiny.py"
+    tiny.write_text("x = [0] * 1000\n")
+    out = tmp_path / "p.json"
+    parent = (
+        "import subprocess, sys\n"
+        "held = bytearray(b'x') * (400 << 20)\n"
+        f"sys.exit(subprocess.run([sys.executable, '-m', 'peakline', 'run', '--no-report',"
+        f" '-o', {str(out)!r}, {str(tiny)!r}]).returncode)\n")
+    proc = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rss = json.loads(out.read_text())["peak_rss_bytes"]
+    assert 5 * MiB < rss < 150 * MiB, rss / MiB
