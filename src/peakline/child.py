@@ -95,6 +95,12 @@ _peakline_child()
 del _peakline_child
 """
 
+# Ray: the runtime_env hook that profiles a job's workers, and the pid it acts in.
+RAY_HOOK_ENV = "RAY_RUNTIME_ENV_HOOK"
+RAY_HOOK = "peakline.ray.runtime_env_hook"
+RAY_DRIVER_ENV = "PEAKLINE_RAY_DRIVER"
+RAY_PREVIOUS_HOOK_ENV = "PEAKLINE_RAY_PREVIOUS_HOOK"
+
 SITECUSTOMIZE_NAME = "sitecustomize.py"
 DIR_PREFIX = "peakline-children-"
 
@@ -193,13 +199,21 @@ def _is_child_directory(entry: str) -> bool:
 
 def environment_without_peakline(env) -> dict:
     """A copy of ``env`` (str or bytes keys, as os.execve takes) without what peakline adds
-    for its children: ``PEAKLINE_CHILD_DIR``, ``PEAKLINE_CHILD_OPTIONS`` and the generated
+    for its children: ``PEAKLINE_CHILD_DIR``, ``PEAKLINE_CHILD_OPTIONS``, the Ray hook's
+    variables (the program's own ``RAY_RUNTIME_ENV_HOOK`` put back) and the generated
     sitecustomize's directory on ``PYTHONPATH`` (the variable goes when nothing else is left
     in it). A process started with it runs unprofiled."""
     out = {}
     for key, value in env.items():
         name = os.fsdecode(key) if isinstance(key, bytes) else key
-        if name in (CHILD_DIR_ENV, OPTIONS_ENV):
+        if name in (CHILD_DIR_ENV, OPTIONS_ENV, RAY_DRIVER_ENV, RAY_PREVIOUS_HOOK_ENV):
+            continue
+        if name == RAY_HOOK_ENV and (os.fsdecode(value) if isinstance(value, bytes)
+                                     else value) == RAY_HOOK:
+            previous = env.get(RAY_PREVIOUS_HOOK_ENV if isinstance(key, str)
+                               else os.fsencode(RAY_PREVIOUS_HOOK_ENV))
+            if previous:
+                out[key] = previous
             continue
         if name == "PYTHONPATH":
             text = os.fsdecode(value) if isinstance(value, bytes) else value
@@ -238,7 +252,13 @@ class ChildTracker:
             CHILD_DIR_ENV: self.directory,
             OPTIONS_ENV: json_text(self.options.to_json()),
             "PYTHONPATH": self.directory + (os.pathsep + pythonpath if pythonpath else ""),
+            # ray.init() here profiles the job's workers (peakline/ray.py).
+            RAY_HOOK_ENV: RAY_HOOK,
+            RAY_DRIVER_ENV: str(os.getpid()),
         }
+        previous_hook = os.environ.get(RAY_HOOK_ENV)
+        if previous_hook and previous_hook != RAY_HOOK:
+            settings[RAY_PREVIOUS_HOOK_ENV] = previous_hook
         for key, value in settings.items():
             self._saved_env[key] = os.environ.get(key)
             os.environ[key] = value
@@ -267,6 +287,9 @@ class ChildTracker:
         if shutdown_executors:
             _shutdown_reusable_executors()
         profiles, unfinished = [], []
+        ray_support = sys.modules.get("peakline.ray")  # imported by ray.init()'s hook
+        if ray_support is not None:
+            profiles, unfinished = ray_support.collect()
         if self.directory is None:
             return profiles, unfinished
         names = sorted(os.listdir(self.directory))
@@ -297,6 +320,14 @@ class ChildTracker:
 
 
 _tracker: ChildTracker | None = None
+
+
+def hand_in_ray_workers() -> None:
+    """The profiled Ray job's workers hand in their final profiles now (peakline/ray.py);
+    kept until the children are collected. Nothing when no job was profiled here."""
+    ray_support = sys.modules.get("peakline.ray")  # imported by ray.init()'s hook
+    if ray_support is not None:
+        ray_support.hand_in()
 
 
 def _shutdown_reusable_executors() -> None:
@@ -423,10 +454,12 @@ def bootstrap(sitecustomize_dir: str | None = None) -> None:
         return
     if _session.current_session() is not None:
         return
+    orig = list(getattr(sys, "orig_argv", sys.argv))
+    if is_ray_process(orig):
+        return
     if sitecustomize_dir:
         options = options._replace(internal_files=(
             *options.internal_files, os.path.join(sitecustomize_dir, SITECUSTOMIZE_NAME)))
-    orig = list(getattr(sys, "orig_argv", sys.argv))
     session = Session(options, program=_describe(orig[1:] or orig),
                       argv=program_argv(list(sys.argv), orig))
     own = _OwnProfile(session, directory, os.getppid(), "exec")
@@ -435,6 +468,31 @@ def bootstrap(sitecustomize_dir: str | None = None) -> None:
     _install_fork_hook()
     session.start()
     _own = own
+
+
+def is_ray_process(orig_argv: list[str]) -> bool:
+    """Whether this interpreter runs one of Ray's own processes (its script lies in the ray
+    package, or ``-m ray...``): a local Ray node's log monitor, dashboard, agents, and its
+    workers before and after their runtime_env set-up. They are not profiled as children: the
+    services are not the program's, and the job's workers are profiled through Ray's
+    worker set-up hook (peakline/ray.py), once each."""
+    args = iter(orig_argv[1:])
+    for arg in args:
+        if arg in ("-X", "-W"):
+            next(args, None)
+        elif arg == "-m":
+            module = next(args, "")
+            return module == "ray" or module.startswith("ray.")
+        elif arg == "-c" or arg == "-":
+            return False
+        elif not arg.startswith("-"):
+            parts = os.path.abspath(arg).split(os.sep)
+            for i in range(len(parts) - 2, 0, -1):
+                if parts[i] == "ray" and os.path.isdir(os.sep.join([*parts[:i + 1],
+                                                                    "_private"])):
+                    return True
+            return False
+    return False
 
 
 def automatic_session() -> Session | None:

@@ -375,6 +375,9 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
     report[0] = _report_stream()
     if session.running:  # not after an os.exec* that failed once the profile was written
         session.stop()
+    # Ray workers hand in their profiles while the program's objects still hold them (an
+    # actor ends with its last handle).
+    child.hand_in_ray_workers()
     outcome.release()
     if not outcome.started:
         # Nothing ran (no such module, a syntax error): the interpreter's message and status,
