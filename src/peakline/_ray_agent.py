@@ -8,7 +8,7 @@ driver's options. The thread hands the profile in over the connection:
 * **final**, when the driver asks (its program has finished while the cluster still runs):
   the session stops and its whole profile goes;
 * **so far**, when the worker goes idle after running tasks (its main thread is back in Ray's
-  task loop), and every ``PEAKLINE_RAY_SNAPSHOT_EVERY`` seconds (5 by default) while a task
+  task loop for ``IDLE_SETTLE_S``), and every ``PEAKLINE_RAY_SNAPSHOT_EVERY`` seconds (5 by default) while a task
   runs. Ray ends its workers without running their exit handlers (the raylet kills them when
   the driver disconnects: ``ray.shutdown()``, or a worker that dies mid-task), so the last
   profile so far is what the driver keeps of a worker that cannot hand in a final one; the
@@ -29,6 +29,10 @@ import time
 from peakline import _ray_wire as wire
 
 POLL_S = 0.05
+# Idle this long after work before the profile so far is handed in: not between two queued
+# tasks (a snapshot per short task would cost more than the tasks), well before Ray ends an
+# idle worker it has too many of (1 s by default).
+IDLE_SETTLE_S = 0.25
 DEFAULT_SNAPSHOT_EVERY_S = 5.0
 IDLE_FUNCTIONS = {"main_loop"}  # ray/_private/worker.py: the task loop, entered from C++
 
@@ -74,7 +78,7 @@ class _Agent:
         import threading
 
         self.main_ident = threading.main_thread().ident
-        last_sent = time.monotonic()
+        last_sent = idle_since = time.monotonic()
         busy_since_sent = False
         while True:
             ready, _, _ = select.select([self.sock], [], [], POLL_S)
@@ -91,13 +95,18 @@ class _Agent:
             busy = self._observe_main_thread()
             now = time.monotonic()
             if busy:
+                idle_since = None
                 if not busy_since_sent:  # the driver learns that work began after the last
                     wire.send(self.sock, {"type": "busy"})
                 busy_since_sent = True
                 if now - last_sent >= self.every_s:
                     self._send(final=False)
                     last_sent, busy_since_sent = time.monotonic(), False
-            elif busy_since_sent:  # went idle after work: hand in what it did
+                continue
+            if idle_since is None:
+                idle_since = now
+            if busy_since_sent and now - idle_since >= IDLE_SETTLE_S:
+                # Idle after work (not just between two queued tasks): hand in what it did.
                 self._send(final=False)
                 last_sent, busy_since_sent = time.monotonic(), False
 
