@@ -5,8 +5,9 @@ connection per worker process, carrying length-prefixed JSON messages (docs/dist
 the rest of peakline.
 
 Messages, worker to driver: ``hello`` (who the worker is, with the token the driver gave it
-through the job's runtime_env), ``profile`` (the profile so far, ``final`` when the session
-has stopped), ``error`` (the worker could not be profiled: why). Driver to worker: ``final``
+through the job's runtime_env), ``busy`` (work began after its latest profile), ``profile``
+(the profile so far, ``final`` when the session has stopped; with the task functions seen and
+the actor's class), ``error`` (the worker could not be profiled: why). Driver to worker: ``final``
 (stop the session and hand in the profile).
 """
 

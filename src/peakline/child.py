@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 from peakline import finishing, process_exits, program_signals
 from peakline import session as _session
 from peakline._lean import json_text, temporary_bases
+from peakline._ray_env import (RAY_DRIVER_ENV, RAY_HOOK, RAY_HOOK_ENV, RAY_PREVIOUS_HOOK_ENV,
+                               is_ray_process)
 from peakline.session import Session, SessionOptions
 
 CHILD_DIR_ENV = "PEAKLINE_CHILD_DIR"
@@ -94,12 +96,6 @@ def _peakline_child():
 _peakline_child()
 del _peakline_child
 """
-
-# Ray: the runtime_env hook that profiles a job's workers, and the pid it acts in.
-RAY_HOOK_ENV = "RAY_RUNTIME_ENV_HOOK"
-RAY_HOOK = "peakline.ray.runtime_env_hook"
-RAY_DRIVER_ENV = "PEAKLINE_RAY_DRIVER"
-RAY_PREVIOUS_HOOK_ENV = "PEAKLINE_RAY_PREVIOUS_HOOK"
 
 SITECUSTOMIZE_NAME = "sitecustomize.py"
 DIR_PREFIX = "peakline-children-"
@@ -322,14 +318,6 @@ class ChildTracker:
 _tracker: ChildTracker | None = None
 
 
-def hand_in_ray_workers() -> None:
-    """The profiled Ray job's workers hand in their final profiles now (peakline/ray.py);
-    kept until the children are collected. Nothing when no job was profiled here."""
-    ray_support = sys.modules.get("peakline.ray")  # imported by ray.init()'s hook
-    if ray_support is not None:
-        ray_support.hand_in()
-
-
 def _shutdown_reusable_executors() -> None:
     """joblib keeps loky workers alive for reuse; end them so they write their profiles.
     The program has finished its work; a later joblib call would start new workers."""
@@ -468,31 +456,6 @@ def bootstrap(sitecustomize_dir: str | None = None) -> None:
     _install_fork_hook()
     session.start()
     _own = own
-
-
-def is_ray_process(orig_argv: list[str]) -> bool:
-    """Whether this interpreter runs one of Ray's own processes (its script lies in the ray
-    package, or ``-m ray...``): a local Ray node's log monitor, dashboard, agents, and its
-    workers before and after their runtime_env set-up. They are not profiled as children: the
-    services are not the program's, and the job's workers are profiled through Ray's
-    worker set-up hook (peakline/ray.py), once each."""
-    args = iter(orig_argv[1:])
-    for arg in args:
-        if arg in ("-X", "-W"):
-            next(args, None)
-        elif arg == "-m":
-            module = next(args, "")
-            return module == "ray" or module.startswith("ray.")
-        elif arg == "-c" or arg == "-":
-            return False
-        elif not arg.startswith("-"):
-            parts = os.path.abspath(arg).split(os.sep)
-            for i in range(len(parts) - 2, 0, -1):
-                if parts[i] == "ray" and os.path.isdir(os.sep.join([*parts[:i + 1],
-                                                                    "_private"])):
-                    return True
-            return False
-    return False
 
 
 def automatic_session() -> Session | None:

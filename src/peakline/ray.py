@@ -29,8 +29,8 @@ from typing import Any
 
 from peakline import _ray_wire as wire
 from peakline.child import OPTIONS_ENV  # the session's options
-from peakline.child import RAY_DRIVER_ENV as DRIVER_ENV  # the pid the hook acts in
-from peakline.child import RAY_PREVIOUS_HOOK_ENV as PREVIOUS_HOOK_ENV
+from peakline._ray_env import RAY_DRIVER_ENV as DRIVER_ENV  # the pid the hook acts in
+from peakline._ray_env import RAY_PREVIOUS_HOOK_ENV as PREVIOUS_HOOK_ENV
 from peakline.errors import ProfilerStateError
 
 MINIMUM_RAY = (2, 9)  # worker_process_setup_hook with a function or a module path

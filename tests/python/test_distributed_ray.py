@@ -20,15 +20,25 @@ PROGRAM = PROGRAMS / "ray_tasks_actor.py"
 MIB = 1 << 20
 
 
+def _run(argument: str, tmp):
+    """The program under `peakline run`. Ray gives its node 30 s to register, a fixed limit
+    that a loaded machine can miss before any of peakline's work begins: that start-up
+    failure is retried once."""
+    for attempt in (1, 2):
+        result = run_peakline(["--no-report", str(PROGRAM), argument], tmp, timeout=300)
+        if result.returncode == 0 or attempt == 2 or \
+                "The current node timed out during startup" not in result.stderr:
+            break
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
 @pytest.fixture(scope="module")
 def ray_run(tmp_path_factory):
     """The program with its bad cases (a worker without peakline, one killed mid-task), Ray
     shut down by its own exit handler."""
     pytest.importorskip("ray")
-    tmp = tmp_path_factory.mktemp("ray")
-    result = run_peakline(["--no-report", str(PROGRAM), "bad"], tmp, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result
+    return _run("bad", tmp_path_factory.mktemp("ray"))
 
 
 def _workers(doc):
@@ -99,8 +109,7 @@ def test_terminal_report_lists_the_workers_with_their_actor(ray_run):
 
 def test_hand_in_before_ray_shutdown_keeps_every_worker(tmp_path):
     pytest.importorskip("ray")
-    result = run_peakline(["--no-report", str(PROGRAM), "shutdown"], tmp_path, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = _run("shutdown", tmp_path)
     doc = result.profile()
     handed = int(re.search(r"handed in (\d+)", result.stdout).group(1))
     workers = _workers(doc)
@@ -151,7 +160,7 @@ def test_the_hook_acts_only_in_the_profiled_driver(monkeypatch):
 
 
 def test_ray_processes_are_told_apart_from_the_program(tmp_path):
-    from peakline.child import is_ray_process
+    from peakline._ray_env import is_ray_process
 
     ray_dir = tmp_path / "site-packages" / "ray"
     (ray_dir / "_private" / "workers").mkdir(parents=True)
