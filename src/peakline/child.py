@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 from peakline import finishing, process_exits, program_signals
 from peakline import session as _session
 from peakline._lean import json_text, temporary_bases
+from peakline._ray_env import (RAY_DRIVER_ENV, RAY_HOOK, RAY_HOOK_ENV, RAY_PREVIOUS_HOOK_ENV,
+                               is_ray_process)
 from peakline.session import Session, SessionOptions
 
 CHILD_DIR_ENV = "PEAKLINE_CHILD_DIR"
@@ -193,13 +195,21 @@ def _is_child_directory(entry: str) -> bool:
 
 def environment_without_peakline(env) -> dict:
     """A copy of ``env`` (str or bytes keys, as os.execve takes) without what peakline adds
-    for its children: ``PEAKLINE_CHILD_DIR``, ``PEAKLINE_CHILD_OPTIONS`` and the generated
+    for its children: ``PEAKLINE_CHILD_DIR``, ``PEAKLINE_CHILD_OPTIONS``, the Ray hook's
+    variables (the program's own ``RAY_RUNTIME_ENV_HOOK`` put back) and the generated
     sitecustomize's directory on ``PYTHONPATH`` (the variable goes when nothing else is left
     in it). A process started with it runs unprofiled."""
     out = {}
     for key, value in env.items():
         name = os.fsdecode(key) if isinstance(key, bytes) else key
-        if name in (CHILD_DIR_ENV, OPTIONS_ENV):
+        if name in (CHILD_DIR_ENV, OPTIONS_ENV, RAY_DRIVER_ENV, RAY_PREVIOUS_HOOK_ENV):
+            continue
+        if name == RAY_HOOK_ENV and (os.fsdecode(value) if isinstance(value, bytes)
+                                     else value) == RAY_HOOK:
+            previous = env.get(RAY_PREVIOUS_HOOK_ENV if isinstance(key, str)
+                               else os.fsencode(RAY_PREVIOUS_HOOK_ENV))
+            if previous:
+                out[key] = previous
             continue
         if name == "PYTHONPATH":
             text = os.fsdecode(value) if isinstance(value, bytes) else value
@@ -238,7 +248,13 @@ class ChildTracker:
             CHILD_DIR_ENV: self.directory,
             OPTIONS_ENV: json_text(self.options.to_json()),
             "PYTHONPATH": self.directory + (os.pathsep + pythonpath if pythonpath else ""),
+            # ray.init() here profiles the job's workers (peakline/ray.py).
+            RAY_HOOK_ENV: RAY_HOOK,
+            RAY_DRIVER_ENV: str(os.getpid()),
         }
+        previous_hook = os.environ.get(RAY_HOOK_ENV)
+        if previous_hook and previous_hook != RAY_HOOK:
+            settings[RAY_PREVIOUS_HOOK_ENV] = previous_hook
         for key, value in settings.items():
             self._saved_env[key] = os.environ.get(key)
             os.environ[key] = value
@@ -267,6 +283,9 @@ class ChildTracker:
         if shutdown_executors:
             _shutdown_reusable_executors()
         profiles, unfinished = [], []
+        ray_support = sys.modules.get("peakline.ray")  # imported by ray.init()'s hook
+        if ray_support is not None:
+            profiles, unfinished = ray_support.collect()
         if self.directory is None:
             return profiles, unfinished
         names = sorted(os.listdir(self.directory))
@@ -423,10 +442,12 @@ def bootstrap(sitecustomize_dir: str | None = None) -> None:
         return
     if _session.current_session() is not None:
         return
+    orig = list(getattr(sys, "orig_argv", sys.argv))
+    if is_ray_process(orig):
+        return
     if sitecustomize_dir:
         options = options._replace(internal_files=(
             *options.internal_files, os.path.join(sitecustomize_dir, SITECUSTOMIZE_NAME)))
-    orig = list(getattr(sys, "orig_argv", sys.argv))
     session = Session(options, program=_describe(orig[1:] or orig),
                       argv=program_argv(list(sys.argv), orig))
     own = _OwnProfile(session, directory, os.getppid(), "exec")

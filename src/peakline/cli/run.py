@@ -228,7 +228,8 @@ def check_profile_path(path: str, given: str | None) -> None:
 
 
 def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts) -> int:
-    from peakline import child, finishing, process_exits, program_signals, reserve, runner
+    from peakline import (_ray_env, child, finishing, process_exits, program_signals, reserve,
+                          runner)
 
     session = Session(options, program=target.display, argv=[target.display, *target.args])
     tracker = None if not opts.children else child.ChildTracker(session.options)
@@ -375,6 +376,9 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
     report[0] = _report_stream()
     if session.running:  # not after an os.exec* that failed once the profile was written
         session.stop()
+    # Ray workers hand in their profiles while the program's objects still hold them (an
+    # actor ends with its last handle).
+    _ray_env.hand_in_ray_workers()
     outcome.release()
     if not outcome.started:
         # Nothing ran (no such module, a syntax error): the interpreter's message and status,

@@ -29,7 +29,9 @@ Rules (docs/processes.md, "Merged profiles"):
   ``tree_peak_bytes``.
 * ``processes``: one record per process, the parent first, then children by start time:
   ``{pid, parent_pid, program, argv, started_at, elapsed_s, exit_code, peak_bytes,
-  peak_time_s, start_offset_s, cpu_s, merged}``; children that had not ended when the parent
+  peak_time_s, start_offset_s, cpu_s, merged}`` (a Ray worker adds ``ray_worker_id``,
+  ``ray_actor``, ``ray_tasks``; a profile that is only the process's profile so far adds
+  ``partial_reason``); children that had not ended when the parent
   finished appear with ``merged: false`` and no measurements; ``not_merged_reason`` says why
   when the child told (it profiled itself explicitly).
 """
@@ -54,7 +56,8 @@ _SAMPLING_SUMS = summed(Sampling)
 _MEMORY_SUMS = summed(Memory)
 _THREAD_SUMS = summed(ThreadRecord)
 
-_MAX_TREE_POINTS = 2048  # as the core's own timeline
+_MAX_TREE_POINTS = 2048
+_PROCESS_EXTRAS = ("ray_worker_id", "ray_actor", "ray_tasks", "partial_reason")  # as the core's own timeline
 
 
 def process_record(profile: Profile, *, merged: bool = True,
@@ -77,6 +80,9 @@ def process_record(profile: Profile, *, merged: bool = True,
         record["node_id"] = profile.node_id
     if profile.rank is not None:
         record["rank"] = profile.rank
+    for name in _PROCESS_EXTRAS:  # a Ray worker's ids and a partial profile's reason
+        if profile.extra.get(name) is not None:
+            record[name] = profile.extra[name]
     if profile.memory is not None and profile.peak_bytes is not None:
         record["peak_time_s"] = profile.memory.peak_time_s
     if start_offset_s is not None:

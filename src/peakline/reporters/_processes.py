@@ -19,6 +19,20 @@ def label(record: ProcessRecord) -> str:
         else f"pid {record.pid}"
 
 
+def describe(record: ProcessRecord) -> str:
+    """What the process ran: a Ray worker by its worker id, actor class and task functions
+    ('Ray worker 3a323b93, actor Holder, tasks Holder.__init__, Holder.pid'); any other by its
+    command line."""
+    if record.ray_worker_id:
+        text = f"Ray worker {record.ray_worker_id[:8]}"
+        if record.ray_actor:
+            text += f", actor {record.ray_actor}"
+        if record.ray_tasks:
+            text += ", tasks " + ", ".join(record.ray_tasks)
+        return text
+    return " ".join(record.argv) or record.program or "?"
+
+
 def rank_highlights(profile: Profile) -> list[tuple[str, ProcessRecord, str]]:
     """[(what, process, figure)]: the slowest rank and the rank with the largest peak, when
     at least two ranks were merged; empty otherwise."""

@@ -30,7 +30,7 @@ from peakline.reporters._filters import (DEFAULT_CPU_PERCENT_THRESHOLD,
 from peakline.reporters._highlights import (HOT_PERCENT, TRUNCATED_STACKS_NOTE,
                                             blas_buffer_note, peak_basis, peak_holders,
                                             peak_vs_rss_note, possible_leaks)
-from peakline.reporters._processes import label, rank_highlights
+from peakline.reporters._processes import describe, label, rank_highlights
 from peakline.reporters._source import read_source
 
 _TEMPLATE_FILES = ("report.html", "report.css", "charts.js", "report.js")
@@ -84,6 +84,8 @@ def page_data(profile: Profile, rules: ReportFilter) -> dict[str, Any]:
         "leaks": [[f, line.lineno] for f, line in possible_leaks(profile)],
         "backgroundWait": {str(tid): s for tid, s in profile.background_wait_by_thread().items()},
         "rankHighlights": [[what, label(r), figure] for what, r, figure in rank_highlights(profile)],
+        # the program column of the processes table (a Ray worker: its actor and tasks)
+        "processNames": [describe(r) for r in profile.processes or ()],
         "settings": {
             "version": __version__,
             "hotPercent": HOT_PERCENT,

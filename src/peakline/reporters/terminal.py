@@ -47,7 +47,7 @@ from peakline.reporters._format import (compact_bytes, human_bytes, human_rate, 
 from peakline.reporters._highlights import (HOT_PERCENT, TRUNCATED_STACKS_NOTE,
                                             blas_buffer_note, contention_parts, peak_basis,
                                             peak_holders, peak_vs_rss_note, possible_leaks)
-from peakline.reporters._processes import label, rank_highlights
+from peakline.reporters._processes import describe, label, rank_highlights
 from peakline.reporters._source import read_source
 from peakline.reporters._text import duration, percent, printable
 
@@ -114,13 +114,15 @@ def _phases_and_processes(view: _View) -> None:
         view.emit(f"Processes ({merged} of {len(p.processes)} merged into this report)", _BOLD)
         hosts = {r.hostname for r in p.processes if r.hostname}
         for r in p.processes:
-            parts = [label(r), printable(" ".join(r.argv) or r.program or "?")]
+            parts = [label(r), printable(describe(r))]
             if len(hosts) > 1 or r.node_id is not None:  # where it ran, once that tells apart
                 parts.insert(1, "on " + printable(r.hostname or "?")
                              + (f" (node {printable(r.node_id)})" if r.node_id is not None else ""))
             if not r.merged:
                 parts.append(f"not merged ({r.not_merged_reason})" if r.not_merged_reason
                              else "not merged (still running or no profile)")
+            if r.partial_reason:
+                parts.append(f"partial ({r.partial_reason})")
             if r.exit_code is not None:
                 parts.append(f"exit {r.exit_code}")
             if r.cpu_s is not None:

@@ -399,11 +399,11 @@
       { label: "pid", value: function (r) { return r.pid; } },
       { label: "host", text: true, asc: true, value: function (r) { return opt(r.hostname) === null ? "" : r.hostname + (opt(r.node_id) === null ? "" : " (node " + r.node_id + ")"); } },
       { label: "rank", value: function (r) { return opt(r.rank); } },
-      { label: "program", text: true, asc: true, value: function (r) { return (r.argv || []).join(" ") || r.program || ""; } },
+      { label: "program", text: true, asc: true, value: function (r) { return data.processNames[procs.indexOf(r)] || ""; } },
       { label: "CPU", value: function (r) { return opt(r.cpu_s); }, show: function (r) { return opt(r.cpu_s) === null ? "" : PL.fmtSeconds(r.cpu_s); } },
       { label: "elapsed", value: function (r) { return opt(r.elapsed_s); }, show: function (r) { return opt(r.elapsed_s) === null ? "" : PL.fmtSeconds(r.elapsed_s); } },
       { label: "peak", value: function (r) { return opt(r.peak_bytes); }, show: function (r) { return opt(r.peak_bytes) === null ? "" : PL.fmtBytes(r.peak_bytes); } },
-      { label: "merged", text: true, value: function (r) { return r.merged ? "yes" : (r.not_merged_reason || "no (still running or no profile)"); } }];
+      { label: "merged", text: true, value: function (r) { return r.merged ? (r.partial_reason ? "partly: " + r.partial_reason : "yes") : (r.not_merged_reason || "no (still running or no profile)"); } }];
     wrap.appendChild(table(cols, procs).table);
     var work = P.submitted_work;
     if (work && work.lines.length) {
