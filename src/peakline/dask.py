@@ -33,11 +33,38 @@ from peakline.errors import ProfilerStateError
 PLUGIN_NAME = "peakline"
 
 
-class PeaklinePlugin(WorkerPlugin):
-    """Starts a peakline session in the worker's process (``setup``); ``teardown`` drops an
-    uncollected one. Pickled to the workers: they need peakline installed."""
+TASKS_PLUGIN_NAME = "peakline-task-keys"
+
+
+class TaskKeysPlugin(WorkerPlugin):
+    """Reports when each task runs in the worker (``transition`` into and out of
+    ``executing``) to the worker's peakline session, by key prefix (``key_split``): the
+    profile's ``task_keys`` (peakline.tasks). Does nothing in a worker that is not profiled."""
 
     idempotent = True
+
+    def transition(self, key, start, finish, **kwargs) -> None:
+        from peakline import tasks
+
+        if finish == "executing":
+            from dask.utils import key_split
+
+            tasks.task_started(key, key_split(key))
+        elif start == "executing":
+            tasks.task_ended(key)
+
+
+async def dask_setup(worker) -> None:
+    """Dask preload hook (``distributed.worker.preload``): adds ``TaskKeysPlugin`` to a worker
+    as it starts. ``peakline run`` preloads it into the Dask workers the program starts
+    (peakline.child)."""
+    await worker.plugin_add(TaskKeysPlugin(), name=TASKS_PLUGIN_NAME)
+
+
+class PeaklinePlugin(TaskKeysPlugin):
+    """Starts a peakline session in the worker's process (``setup``) and reports its tasks
+    (``TaskKeysPlugin``); ``teardown`` drops an uncollected session. Pickled to the workers:
+    they need peakline installed."""
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         self.options = dict(options or {})

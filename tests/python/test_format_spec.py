@@ -33,6 +33,7 @@ SECTIONS = {
     records.Gpu: ["### GPU"],
     records.PhaseRecord: ["### Phases and processes"],
     records.ProcessRecord: ["### Phases and processes"],
+    records.TaskKeyRecord: ["### Phases and processes"],
     records.SnapshotInfo: ["### Snapshot"],
     Profile: ["## Top-level object", "### Memory", "### Phases and processes",
               "### Attached", "### Activity and submitted work", "### Snapshot", "### GPU"],

@@ -32,6 +32,7 @@ Rules (docs/processes.md, "Merged profiles"):
   peak_time_s, start_offset_s, cpu_s, merged}``; children that had not ended when the parent
   finished appear with ``merged: false`` and no measurements; ``not_merged_reason`` says why
   when the child told (it profiled itself explicitly).
+* ``task_keys`` (per task key prefix): combined by peakline.model.task_keys.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from peakline.model.profile import Profile
 from peakline.model.records import (FunctionRecord, LineRecord, Memory, Sampling, ThreadRecord,
                                     Totals)
 from peakline.model.schema import summed
+from peakline.model.task_keys import merge_task_keys
 
 # What adds up over processes: the fields each record declares merge=SUM (model/records.py).
 _LINE_SUMS = summed(LineRecord)
@@ -128,6 +130,7 @@ def merge_processes(parent: Profile, children: Sequence[Profile],
         _merge_threads(doc, child_doc)
         _merge_stacks(doc, child_doc)
         _merge_memory(doc, child_doc)
+        merge_task_keys(doc, child_doc)
 
     elapsed = doc.get("elapsed_s") or 0.0
     for filename, record in doc["files"].items():

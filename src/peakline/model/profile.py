@@ -28,14 +28,15 @@ from peakline.model.checks import (_Invalid, _at, _bool, _count, _format_error, 
                                    _timeline, _utc_timestamp)
 from peakline.model.records import (CategoryTimes, FileRecord, FunctionRecord, Gpu, LineRecord,
                                     Memory, Options, PhaseRecord, ProcessRecord, Sampling,
-                                    SnapshotInfo, StackSample, Stacks, ThreadRecord, Totals)
+                                    SnapshotInfo, StackSample, Stacks, TaskKeyRecord, ThreadRecord,
+                                    Totals)
 from peakline.model.schema import (_Field, _optional, _Record, _record_field, _record_list_field,
                                    record)
 
 __all__ = [  # the records are defined in peakline.model.records, importable from here too
     "FORMAT_NAME", "FORMAT_VERSION", "CategoryTimes", "FileRecord", "FunctionRecord", "Gpu",
     "LineRecord", "Memory", "Options", "PhaseRecord", "ProcessRecord", "Profile", "Sampling",
-    "SnapshotInfo", "StackSample", "Stacks", "ThreadRecord", "Totals",
+    "SnapshotInfo", "StackSample", "Stacks", "TaskKeyRecord", "ThreadRecord", "Totals",
 ]
 
 FORMAT_NAME = "peakline"
@@ -129,6 +130,7 @@ class Profile(_Record):
         _optional("peak_bytes", _int), _optional("peak_rss_bytes", _count),
         _optional("timeline", _timeline), _record_field("memory", Memory, required=False),
         _record_list_field("phases", PhaseRecord, required=False),
+        _record_list_field("task_keys", TaskKeyRecord, required=False),
         # Merged profiles.
         _record_list_field("processes", ProcessRecord, required=False),
         _optional("peak_bytes_sum", _int), _optional("tree_peak_bytes", _int),

@@ -279,6 +279,19 @@ class PhaseRecord(_Record):
 
 
 @record
+class TaskKeyRecord(_Record):
+    """The tasks of one key prefix (Dask's ``key_split``: ``burn-3f2a...`` is ``burn``) that
+    the process ran, from their start and end as the engine reported them (peakline.tasks):
+    CPU in their windows, and the heap while they ran (from the exact timeline)."""
+
+    _FIELDS = (_Field("prefix", _str), _summed_count("tasks"),
+               _Field("wall_s", _seconds, default=0.0, merge=SUM),
+               _Field("cpu_s", _seconds, default=0.0, merge=SUM),
+               _optional("peak_bytes", _int), _optional("rise_bytes", _int),
+               _Field("processes", _count, default=1, merge=SUM))
+
+
+@record
 class ProcessRecord(_Record):
     """One process of a merged profile (the parent first); unmerged ones have no figures."""
 

@@ -4,6 +4,7 @@ A distributed job's processes (torch.distributed ranks, pool or cluster workers)
 with the host they ran on; for ranks, the report names the slowest one and the one with the
 largest peak. "Slowest" is the rank with the most CPU time: ranks meet at collectives, so
 the others spend the difference waiting for it and their elapsed times come out alike.
+Tasks of a task engine (Dask) are summed per key prefix (the profile's ``task_keys``).
 """
 
 from __future__ import annotations
@@ -35,3 +36,24 @@ def rank_highlights(profile: Profile) -> list[tuple[str, ProcessRecord, str]]:
         largest = max(peaks, key=lambda r: (r.peak_bytes, -r.rank))
         out.append(("largest peak", largest, human_bytes(largest.peak_bytes)))
     return out
+
+
+TASK_KEYS_TITLE = "Tasks by key prefix: CPU and heap while they ran"
+
+
+def task_key_parts(profile: Profile) -> list[list[str]]:
+    """One row of parts per key prefix (the profile's order: most CPU first)."""
+    from peakline.reporters._format import human_bytes
+    from peakline.reporters._text import duration, printable
+
+    rows = []
+    for r in profile.task_keys or ():
+        parts = [printable(r.prefix), f"{r.tasks} task{'s' if r.tasks != 1 else ''} in {r.processes} "
+                 f"process{'es' if r.processes != 1 else ''}",
+                 f"CPU {duration(r.cpu_s)}", f"wall {duration(r.wall_s)}"]
+        if r.rise_bytes is not None:
+            parts.append(f"largest rise in a task {human_bytes(r.rise_bytes)}")
+        if r.peak_bytes is not None:
+            parts.append(f"heap peak while running {human_bytes(r.peak_bytes)}")
+        rows.append(parts)
+    return rows

@@ -47,7 +47,8 @@ from peakline.reporters._format import (compact_bytes, human_bytes, human_rate, 
 from peakline.reporters._highlights import (HOT_PERCENT, TRUNCATED_STACKS_NOTE,
                                             blas_buffer_note, contention_parts, peak_basis,
                                             peak_holders, peak_vs_rss_note, possible_leaks)
-from peakline.reporters._processes import label, rank_highlights
+from peakline.reporters._processes import (TASK_KEYS_TITLE, label, rank_highlights,
+                                           task_key_parts)
 from peakline.reporters._source import read_source
 from peakline.reporters._text import duration, percent, printable
 
@@ -140,6 +141,11 @@ def _phases_and_processes(view: _View) -> None:
                          f"(the most they could hold together)")
             view.emit_parts(parts)
         _submitted_work(view)
+    if p.task_keys:
+        view.emit()
+        view.emit(TASK_KEYS_TITLE, _BOLD)
+        for parts in task_key_parts(p):
+            view.emit_parts(parts)
 
 
 def _submitted_work(view: _View) -> None:

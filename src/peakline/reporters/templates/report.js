@@ -421,6 +421,30 @@
     }
   }
 
+  /* task engines (Dask): CPU and heap per task key prefix, from each task's start and end */
+  function taskKeys() {
+    var rows = P.task_keys || [];
+    if (!rows.length) return;
+    var section = document.getElementById("task-keys"), wrap = section.querySelector(".table-wrap");
+    section.hidden = false;
+    wrap.appendChild(el("p", "hint", "The process CPU while a task of the prefix ran (shared between tasks that overlapped), and the heap: its largest rise during one task, and its highest point while one ran."));
+    var bytes = function (name) {
+      return { label: name === "rise_bytes" ? "largest rise in a task" : "heap peak while running",
+               value: function (r) { return r[name] === undefined ? null : r[name]; },
+               show: function (r) { return r[name] === undefined ? "" : PL.fmtBytes(r[name]); } };
+    };
+    var cols = [
+      { label: "key prefix", text: true, asc: true, value: function (r) { return r.prefix; } },
+      { label: "tasks", value: function (r) { return r.tasks; } },
+      { label: "processes", value: function (r) { return r.processes; } },
+      { label: "CPU", value: function (r) { return r.cpu_s; }, show: function (r) { return PL.fmtSeconds(r.cpu_s); } },
+      { label: "wall", value: function (r) { return r.wall_s; }, show: function (r) { return PL.fmtSeconds(r.wall_s); } },
+      bytes("rise_bytes"), bytes("peak_bytes")];
+    var t = table(cols, rows);
+    t.sortBy(3, true);
+    wrap.appendChild(t.table);
+  }
+
   function flame() {
     var graph = document.getElementById("flame-graph"), bar = el("div", "toolbar"), lab = el("label"), box = el("input");
     box.type = "checkbox"; box.checked = true; box.id = "fold-library";
@@ -489,6 +513,7 @@
   files();
   functions();
   processes();
+  taskKeys();
   flame();
   memoryFlame();
   footer();
