@@ -97,6 +97,20 @@ def _stop_and_return(dask_worker=None) -> dict[str, Any]:
     return api.stop().to_dict()
 
 
+def _why_not_profiled(client, address: str, answer: Any) -> str:
+    """``address: why`` for a worker that sent no profile. peakline's own functions reach a
+    worker by reference, so where peakline cannot be imported they fail to unpickle before
+    they run, and the worker reports only a generic error: the import itself is tried there
+    (``exec`` travels by reference to builtins) to say so."""
+    probe = client.run(exec, "import peakline.dask", workers=[address], on_error="return")
+    failed = probe.get(address)
+    if isinstance(failed, ImportError):
+        return f"{address}: peakline cannot be imported there ({type(failed).__name__}: {failed})"
+    if isinstance(answer, BaseException):
+        return f"{address}: {type(answer).__name__}: {answer}"
+    return f"{address}: no peakline session (the plugin did not start one)"
+
+
 class Result:
     """What ``profile()`` yields; ``profile`` is set on leaving (a peakline.model.Profile)."""
 
@@ -119,7 +133,10 @@ def profile(client, outfile: str | os.PathLike | None = None, **options: Any):
 
     run_options.from_keywords(options)  # ValueError, TypeError: here, not on every worker
     result = Result()
-    client.register_plugin(PeaklinePlugin(options), name=PLUGIN_NAME)
+    try:
+        client.register_plugin(PeaklinePlugin(options), name=PLUGIN_NAME)
+    except Exception:  # noqa: BLE001 - a worker that cannot load it (no peakline there) fails
+        pass           # the broadcast; the others have it, and the collection names that one
     try:
         yield result
     finally:
@@ -134,10 +151,8 @@ def profile(client, outfile: str | os.PathLike | None = None, **options: Any):
                 answer["node_id"] = str(address)
                 profiles.append(Profile.from_dict(answer, source=f"dask worker {address}"))
                 result.workers.append(str(address))
-            elif isinstance(answer, BaseException):
-                missing.append(f"{address}: {type(answer).__name__}: {answer}")
             else:
-                missing.append(f"{address}: no peakline session (the plugin did not start one)")
+                missing.append(_why_not_profiled(client, address, answer))
         if profiles:
             result.profile = profiles[0] if len(profiles) == 1 else merge_profiles(
                 profiles, sources=result.workers)

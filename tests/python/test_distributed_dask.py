@@ -116,3 +116,25 @@ def test_run_breaks_the_workers_down_per_task_key_prefix(tmp_path):
     html.render(profile, page)
     assert '<section id="task-keys"' in page.getvalue()
     assert '"prefix":"burn"' in page.getvalue()
+
+
+HIDDEN = PROGRAMS / "dask_hidden_worker.py"
+
+
+def test_a_worker_without_peakline_is_named_and_the_others_are_profiled(tmp_path):
+    pytest.importorskip("distributed")
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(HIDDEN), str(tmp_path / "hide")],
+                          capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    hidden = re.search(r"^hidden (\S+)$", proc.stdout, re.M).group(1)
+    error = re.search(r"^error (.*)$", proc.stdout, re.M).group(1)
+    assert error == (f"peakline.dask: workers not profiled: {hidden}: peakline cannot be "
+                     f"imported there (ImportError: No module named peakline (hidden for "
+                     f"this worker))"), error
+    profiled = json.loads(re.search(r"^profiled (.*)$", proc.stdout, re.M).group(1))
+    assert len(profiled) == 1 and hidden not in profiled
+    assert int(re.search(r"^lines (\d+)$", proc.stdout, re.M).group(1)) > 0
