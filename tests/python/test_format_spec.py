@@ -34,6 +34,8 @@ SECTIONS = {
     records.PhaseRecord: ["### Phases and processes"],
     records.ProcessRecord: ["### Phases and processes"],
     records.TaskKeyRecord: ["### Phases and processes"],
+    records.RankLineRecord: ["### Phases and processes"],
+    records.RankFigures: ["### Phases and processes"],
     records.SnapshotInfo: ["### Snapshot"],
     Profile: ["## Top-level object", "### Memory", "### Phases and processes",
               "### Attached", "### Activity and submitted work", "### Snapshot", "### GPU"],

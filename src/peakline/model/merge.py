@@ -32,7 +32,8 @@ Rules (docs/processes.md, "Merged profiles"):
   peak_time_s, start_offset_s, cpu_s, merged}``; children that had not ended when the parent
   finished appear with ``merged: false`` and no measurements; ``not_merged_reason`` says why
   when the child told (it profiled itself explicitly).
-* ``task_keys`` (per task key prefix): combined by peakline.model.task_keys.
+* ``task_keys`` (per task key prefix): combined by peakline.model.task_keys; ``rank_lines``
+  (each line per torch.distributed rank): peakline.model.rank_lines.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from peakline.model.profile import Profile
 from peakline.model.records import (FunctionRecord, LineRecord, Memory, Sampling, ThreadRecord,
                                     Totals)
 from peakline.model.schema import summed
+from peakline.model.rank_lines import rank_lines
 from peakline.model.task_keys import merge_task_keys
 
 # What adds up over processes: the fields each record declares merge=SUM (model/records.py).
@@ -164,6 +166,9 @@ def merge_processes(parent: Profile, children: Sequence[Profile],
     if rss:
         doc["peak_rss_bytes"] = max(rss)
     doc["processes"] = processes
+    by_rank = rank_lines((parent, *children))
+    if by_rank is not None:
+        doc["rank_lines"] = by_rank
     return Profile.from_dict(doc, source="merge_processes")
 
 

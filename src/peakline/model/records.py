@@ -292,6 +292,22 @@ class TaskKeyRecord(_Record):
 
 
 @record
+class RankFigures(_Record):
+    """One rank's own figures for one line (``rank_lines[].ranks[]``)."""
+
+    _FIELDS = (_Field("rank", _count), _Field("cpu_s", _seconds, default=0.0),
+               _optional("live_at_peak_bytes", _int))
+
+
+@record
+class RankLineRecord(_Record):
+    """A line's figures per torch.distributed rank, in a merged profile of ranks."""
+
+    _FIELDS = (_Field("file", _str), _Field("lineno", _count),
+               _record_list_field("ranks", RankFigures))
+
+
+@record
 class ProcessRecord(_Record):
     """One process of a merged profile (the parent first); unmerged ones have no figures."""
 

@@ -4,7 +4,8 @@ A distributed job's processes (torch.distributed ranks, pool or cluster workers)
 with the host they ran on; for ranks, the report names the slowest one and the one with the
 largest peak. "Slowest" is the rank with the most CPU time: ranks meet at collectives, so
 the others spend the difference waiting for it and their elapsed times come out alike.
-Tasks of a task engine (Dask) are summed per key prefix (the profile's ``task_keys``).
+Tasks of a task engine (Dask) are summed per key prefix (the profile's ``task_keys``), and
+ranks' lines are shown rank by rank (``rank_lines``).
 """
 
 from __future__ import annotations
@@ -57,3 +58,25 @@ def task_key_parts(profile: Profile) -> list[list[str]]:
             parts.append(f"heap peak while running {human_bytes(r.peak_bytes)}")
         rows.append(parts)
     return rows
+
+
+RANK_LINES_TITLE = "Lines per rank: each rank's CPU and what the line held at its peak"
+RANK_LINES_SHOWN = 10
+
+
+def rank_line_parts(profile: Profile) -> list[tuple[str, int, list[str]]]:
+    """[(file, lineno, parts)]: the lines with the most CPU over the ranks (at most
+    ``RANK_LINES_SHOWN``), one part per rank."""
+    from peakline.reporters._format import human_bytes
+    from peakline.reporters._text import duration
+
+    out = []
+    for record in (profile.rank_lines or ())[:RANK_LINES_SHOWN]:
+        parts = []
+        for r in record.ranks:
+            part = f"rank {r.rank} CPU {duration(r.cpu_s) or '0 s'}"
+            if r.live_at_peak_bytes:
+                part += f" held {human_bytes(r.live_at_peak_bytes)}"
+            parts.append(part)
+        out.append((record.file, record.lineno, parts))
+    return out

@@ -405,6 +405,7 @@
       { label: "peak", value: function (r) { return opt(r.peak_bytes); }, show: function (r) { return opt(r.peak_bytes) === null ? "" : PL.fmtBytes(r.peak_bytes); } },
       { label: "merged", text: true, value: function (r) { return r.merged ? "yes" : (r.not_merged_reason || "no (still running or no profile)"); } }];
     wrap.appendChild(table(cols, procs).table);
+    rankLines(wrap);
     var work = P.submitted_work;
     if (work && work.lines.length) {
       wrap.appendChild(el("h3", null, "Child processes' CPU, charged to the parent line that waited for it"));
@@ -419,6 +420,28 @@
       wt.sortBy(2, true);
       wrap.appendChild(wt.table);
     }
+  }
+
+  /* merged ranks: each line's CPU and holding at each rank's own peak, rank by rank */
+  function rankLines(wrap) {
+    var rows = P.rank_lines || [];
+    if (!rows.length) return;
+    wrap.appendChild(el("h3", null, "Lines per rank"));
+    wrap.appendChild(el("p", "hint", "Each rank's own CPU on the line and what the line held at that rank's peak: ranks do the same work on different data, and the merged lines add them up."));
+    var ranks = [];
+    rows.forEach(function (r) { r.ranks.forEach(function (x) { if (ranks.indexOf(x.rank) < 0) ranks.push(x.rank); }); });
+    ranks.sort(function (a, b) { return a - b; });
+    var of = function (r, rank) { for (var i = 0; i < r.ranks.length; i++) if (r.ranks[i].rank === rank) return r.ranks[i]; return null; };
+    var cols = [
+      { label: "line", text: true, asc: true, value: function (r) { return place(r.file, r.lineno); }, show: function (r) { return linkTo(r.file, r.lineno); } },
+      { label: "source", text: true, nosort: true, value: function (r) { return sourceLine(r.file, r.lineno); } }];
+    ranks.forEach(function (rank) {
+      cols.push({ label: "rank " + rank + " CPU", value: function (r) { var x = of(r, rank); return x ? x.cpu_s : null; },
+                  show: function (r) { var x = of(r, rank); return x ? PL.fmtSeconds(x.cpu_s) : ""; } });
+      cols.push({ label: "rank " + rank + " held", value: function (r) { var x = of(r, rank); return x && x.live_at_peak_bytes !== undefined ? x.live_at_peak_bytes : null; },
+                  show: function (r) { var x = of(r, rank); return x && x.live_at_peak_bytes ? PL.fmtBytes(x.live_at_peak_bytes) : ""; } });
+    });
+    wrap.appendChild(table(cols, rows).table);
   }
 
   /* task engines (Dask): CPU and heap per task key prefix, from each task's start and end */
