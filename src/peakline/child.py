@@ -50,8 +50,10 @@ from peakline.session import Session, SessionOptions
 
 CHILD_DIR_ENV = "PEAKLINE_CHILD_DIR"
 OPTIONS_ENV = "PEAKLINE_CHILD_OPTIONS"
+SNAPSHOT_ENV = "PEAKLINE_CHILD_SNAPSHOT_S"  # children write partial profiles this often
 PROFILE_SUFFIX = ".profile.json"
 STARTED_SUFFIX = ".started.json"
+PARTIAL_SUFFIX = ".partial.json"
 
 # Imported by every Python that starts while a parent tracks children, whatever its version
 # (Python 2.7 included): it must be quick, silent and never fail the child, so it uses only
@@ -215,7 +217,7 @@ def environment_without_peakline(env) -> dict:
     out = {}
     for key, value in env.items():
         name = os.fsdecode(key) if isinstance(key, bytes) else key
-        if name in (CHILD_DIR_ENV, OPTIONS_ENV):
+        if name in (CHILD_DIR_ENV, OPTIONS_ENV, SNAPSHOT_ENV):
             continue
         if name == DASK_PRELOAD_ENV and DIR_PREFIX in (
                 os.fsdecode(value) if isinstance(value, bytes) else value):
@@ -242,6 +244,9 @@ class ChildTracker:
 
     def __init__(self, options: SessionOptions) -> None:
         self.options = options
+        # Seconds between a child's partial profiles (``peakline run --snapshot-every``):
+        # the part before a child dies without writing its profile is kept. None: none.
+        self.snapshot_every_s: float | None = None
         self.directory: str | None = None
         self.pid = os.getpid()
         self._saved_env: dict[str, str | None] = {}
@@ -258,6 +263,8 @@ class ChildTracker:
             OPTIONS_ENV: json_text(self.options.to_json()),
             "PYTHONPATH": self.directory + (os.pathsep + pythonpath if pythonpath else ""),
         }
+        if self.snapshot_every_s is not None:
+            settings[SNAPSHOT_ENV] = repr(float(self.snapshot_every_s))
         if DASK_PRELOAD_ENV not in os.environ:
             preload = os.path.join(self.directory, DASK_PRELOAD_NAME)
             with open(preload, "w", encoding="utf-8") as f:
@@ -309,9 +316,18 @@ class ChildTracker:
                 try:
                     with open(os.path.join(self.directory, name), encoding="utf-8") as f:
                         import json
-                        unfinished.append(json.load(f))
+                        record = json.load(f)
                 except (OSError, ValueError):
-                    pass
+                    continue
+                partial = None if record.get("not_merged_reason") else _read_partial(
+                    os.path.join(self.directory, stem + PARTIAL_SUFFIX))
+                if partial is not None:
+                    partial.extra.setdefault("parent_pid", record.get("parent_pid"))
+                    profiles.append(partial)
+                    continue
+                if not record.get("not_merged_reason"):
+                    record["not_merged_reason"] = _why_no_profile(record)
+                unfinished.append(record)
         import shutil
 
         shutil.rmtree(self.directory, ignore_errors=True)
@@ -321,6 +337,31 @@ class ChildTracker:
 
 
 _tracker: ChildTracker | None = None
+
+
+def _read_partial(path: str) -> Any:
+    """A child's last partial profile (a snapshot), or None."""
+    from peakline.errors import ProfileFormatError
+    from peakline.model.profile_file import read_profile
+
+    if not os.path.exists(path):
+        return None
+    try:
+        return read_profile(path)
+    except (OSError, ProfileFormatError) as error:
+        print(f"peakline: a child's partial profile was not merged: {error}", file=sys.stderr)
+        return None
+
+
+def _why_no_profile(record: dict[str, Any]) -> str:
+    """Why a child that started left no profile: still running, or gone without writing it."""
+    pid = record.get("pid")
+    since = f" since its start at {record['started_at']}" if record.get("started_at") else ""
+    if isinstance(pid, int) and _owner_alive(pid, record.get("start_ticks")):
+        return "still running when the program ended"
+    return (f"it ended without writing its profile (killed, e.g. by SIGKILL, or crashed): "
+            f"everything it did{since} is lost (with --snapshot-every its profile up to its "
+            f"last snapshot is kept)")
 
 
 def _shutdown_reusable_executors() -> None:
@@ -348,12 +389,18 @@ class _OwnProfile:
         self.kind = kind  # "exec" or "fork"
         self.pid = os.getpid()
         self.once = finishing.WriteOnce()
+        self.partials = None  # snapshots.SnapshotWriter of the partial profiles, if any
 
     def write_started_marker(self, not_merged_reason: str | None = None) -> None:
         """``PID.started.json``: the parent lists a child that left no profile with this
         record (``not_merged_reason`` says why, when the child knows)."""
+        import datetime
+
+        started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         record = {"pid": self.pid, "parent_pid": self.parent_pid, "program": self.session.program,
-                  "argv": self.session.argv, "kind": self.kind}
+                  "argv": self.session.argv, "kind": self.kind,
+                  "started_at": started.replace("+00:00", "Z"),
+                  "start_ticks": _start_ticks(self.pid)}
         if not_merged_reason:
             record["not_merged_reason"] = not_merged_reason
         try:
@@ -362,6 +409,26 @@ class _OwnProfile:
                 f.write(json_text(record))
         except OSError:
             pass
+
+    def start_partials(self) -> None:
+        """Partial profiles every ``PEAKLINE_CHILD_SNAPSHOT_S`` seconds (``PID.partial.json``,
+        peakline.snapshots), when the parent asked for them: what the parent merges if this
+        process dies without writing its profile. Before the session starts, as the run's own
+        snapshot thread (the core never measures it)."""
+        try:
+            every_s = float(os.environ.get(SNAPSHOT_ENV) or 0)
+        except ValueError:
+            return
+        if every_s > 0:
+            from peakline.snapshots import SnapshotWriter
+
+            self.partials = SnapshotWriter(
+                self.session, os.path.join(self.directory, f"{self.pid}{PARTIAL_SUFFIX}"), every_s)
+            self.partials.start()
+
+    def _stop_partials(self) -> None:
+        if self.partials is not None:
+            self.partials.close()
 
     def finish(self, exit_code: int | None, *, at_exit: bool = False) -> None:
         """Stops profiling and writes the profile (once; only in the process that owns it).
@@ -372,6 +439,7 @@ class _OwnProfile:
         self.once(self._finish, exit_code, at_exit)
 
     def _finish(self, exit_code: int | None, at_exit: bool) -> None:
+        self._stop_partials()
         if self.session.running:
             self.session.stop()
         interrupted = at_exit and process_exits.unhandled_keyboard_interrupt()
@@ -393,6 +461,7 @@ class _OwnProfile:
         self.once(self._step_aside, reason)
 
     def _step_aside(self, reason: str) -> None:
+        self._stop_partials()
         if self.session.running:
             self.session.stop()
         self.write_started_marker(not_merged_reason=reason)
@@ -457,6 +526,7 @@ def bootstrap(sitecustomize_dir: str | None = None) -> None:
     own.write_started_marker()
     _install_exit_handlers()
     _install_fork_hook()
+    own.start_partials()
     session.start()
     _own = own
 
@@ -571,12 +641,16 @@ def _after_fork_in_child() -> None:
     if not directory:
         return
     session = Session(parent.options, program=f"{parent.program} (fork)", argv=list(sys.argv))
+    own = _OwnProfile(session, directory, parent.pid, "fork")
     try:
+        own.start_partials()
         session.start()
     except Exception as error:  # noqa: BLE001 - never break the child
+        if own.partials is not None:
+            own.partials.close()
         print(f"peakline: fork child not profiled: {error}", file=sys.stderr)
         return
-    _own = _OwnProfile(session, directory, parent.pid, "fork")
+    _own = own
     _own.write_started_marker()
     _install_exit_handlers()
 

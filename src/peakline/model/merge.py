@@ -85,6 +85,8 @@ def process_record(profile: Profile, *, merged: bool = True,
         record["peak_time_s"] = profile.memory.peak_time_s
     if start_offset_s is not None:
         record["start_offset_s"] = start_offset_s
+    if profile.snapshot is not None:  # its last partial profile: it died without a final one
+        record["partial_until_s"] = profile.snapshot.end_s
     return record
 
 

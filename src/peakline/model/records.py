@@ -319,7 +319,8 @@ class ProcessRecord(_Record):
                _optional("elapsed_s", _nullable(_seconds)), _optional("exit_code", _nullable(_int)),
                _optional("peak_bytes", _nullable(_int)), _optional("cpu_s", _nullable(_seconds)),
                _optional("not_merged_reason", _nullable(_str)),
-               _optional("peak_time_s", _seconds), _optional("start_offset_s", _signed))
+               _optional("peak_time_s", _seconds), _optional("start_offset_s", _signed),
+               _optional("partial_until_s", _seconds))
 
 
 @record

@@ -122,6 +122,9 @@ def _phases_and_processes(view: _View) -> None:
             if not r.merged:
                 parts.append(f"not merged ({r.not_merged_reason})" if r.not_merged_reason
                              else "not merged (still running or no profile)")
+            elif r.partial_until_s is not None:
+                parts.append(f"partial: ended without its profile; its first "
+                             f"{duration(r.partial_until_s)} (its last snapshot)")
             if r.exit_code is not None:
                 parts.append(f"exit {r.exit_code}")
             if r.cpu_s is not None:

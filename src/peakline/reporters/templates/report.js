@@ -403,7 +403,7 @@
       { label: "CPU", value: function (r) { return opt(r.cpu_s); }, show: function (r) { return opt(r.cpu_s) === null ? "" : PL.fmtSeconds(r.cpu_s); } },
       { label: "elapsed", value: function (r) { return opt(r.elapsed_s); }, show: function (r) { return opt(r.elapsed_s) === null ? "" : PL.fmtSeconds(r.elapsed_s); } },
       { label: "peak", value: function (r) { return opt(r.peak_bytes); }, show: function (r) { return opt(r.peak_bytes) === null ? "" : PL.fmtBytes(r.peak_bytes); } },
-      { label: "merged", text: true, value: function (r) { return r.merged ? "yes" : (r.not_merged_reason || "no (still running or no profile)"); } }];
+      { label: "merged", text: true, value: function (r) { return r.merged ? (opt(r.partial_until_s) === null ? "yes" : "partial: ended without its profile; its first " + PL.fmtSeconds(r.partial_until_s) + " (its last snapshot)") : (r.not_merged_reason || "no (still running or no profile)"); } }];
     wrap.appendChild(table(cols, procs).table);
     rankLines(wrap);
     var work = P.submitted_work;
