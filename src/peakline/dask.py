@@ -12,9 +12,10 @@ the profile as data), unregisters the plugin and merges the profiles
 (``peakline.model.merge.merge_profiles``): per line and function summed, one process per
 worker with its host and the worker's address as ``node_id``, each worker's own peak and their
 sum. The client's own process is not profiled by this (use ``peakline run`` or
-``peakline.profile()`` around it). A worker where peakline cannot be imported, or whose session
-did not start, is named in a ``ProfilerStateError`` raised on leaving, with the profiles of the
-others still merged into ``result.profile`` first.
+``peakline.profile()`` around it). A worker where peakline cannot be imported, whose session
+did not start, or that left the cluster before the end (died: its profile is lost with it) is
+named in a ``ProfilerStateError`` raised on leaving, with the profiles of the others still
+merged into ``result.profile`` first.
 
 Workers of a ``LocalCluster`` that a ``peakline run`` program starts are its children and are
 profiled without this (docs/distributed.md); this is for clusters peakline did not start.
@@ -133,6 +134,9 @@ def profile(client, outfile: str | os.PathLike | None = None, **options: Any):
 
     run_options.from_keywords(options)  # ValueError, TypeError: here, not on every worker
     result = Result()
+    # The workers there at the start (os.getpid travels by reference to os: any worker runs
+    # it): one that is gone on leaving died or was retired with its profile.
+    present = client.run(os.getpid, on_error="return")
     try:
         client.register_plugin(PeaklinePlugin(options), name=PLUGIN_NAME)
     except Exception:  # noqa: BLE001 - a worker that cannot load it (no peakline there) fails
@@ -153,6 +157,11 @@ def profile(client, outfile: str | os.PathLike | None = None, **options: Any):
                 result.workers.append(str(address))
             else:
                 missing.append(_why_not_profiled(client, address, answer))
+        for address in sorted(set(present) - set(answers)):
+            pid = present[address]
+            missing.append(f"{address}: left the cluster before its profile was collected (the "
+                           f"worker{f' (pid {pid})' if isinstance(pid, int) else ''} died or "
+                           f"was retired): its profile is lost")
         if profiles:
             result.profile = profiles[0] if len(profiles) == 1 else merge_profiles(
                 profiles, sources=result.workers)

@@ -1,12 +1,15 @@
-"""peakline.dask.profile(client) on a cluster where one worker cannot import peakline: a
-LocalCluster worker (which can), and a `dask worker` process started with a package named
+"""peakline.dask.profile(client) on a cluster where one worker cannot import peakline and
+another dies: two LocalCluster workers (which can), one of which is SIGKILLed after the
+tasks (its nanny starts a new one), and a `dask worker` process started with a package named
 peakline first on its path that fails to import (as where peakline is not installed).
 
 argv[1]: a directory for that package. stdout: "hidden ADDRESS" (the worker without
-peakline), "error MESSAGE" (the ProfilerStateError), "profiled [ADDRESSES]" as JSON.
+peakline), "killed ADDRESS", "error MESSAGE" (the ProfilerStateError), "profiled
+[ADDRESSES]" as JSON.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -29,7 +32,7 @@ def main():
     os.makedirs(package, exist_ok=True)
     with open(os.path.join(package, "__init__.py"), "w") as f:
         f.write("raise ImportError('No module named peakline (hidden for this worker)')\n")
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None, host="127.0.0.1") as cluster, \
             Client(cluster) as client:
         worker = subprocess.Popen(
@@ -37,12 +40,20 @@ def main():
              "--nthreads", "1", "--no-nanny", "--no-dashboard", "--host", "127.0.0.1"],
             env={**os.environ, "PYTHONPATH": sys.argv[1]})
         try:
-            client.wait_for_workers(2, timeout=120)
-            hidden = [a for a, pid in client.run(os.getpid).items() if pid == worker.pid]
+            client.wait_for_workers(3, timeout=120)
+            pids = client.run(os.getpid)
+            hidden = [a for a, pid in pids.items() if pid == worker.pid]
             print("hidden", hidden[0], flush=True)
+            victim = sorted(a for a in pids if a != hidden[0])[0]
+            print("killed", victim, flush=True)
             try:
                 with peakline.dask.profile(client) as result:
                     client.gather(client.map(burn, [0.1] * 4, pure=False))
+                    os.kill(pids[victim], signal.SIGKILL)
+                    deadline = time.monotonic() + 120
+                    while victim in client.scheduler_info()["workers"]:
+                        assert time.monotonic() < deadline, "the killed worker stayed listed"
+                        time.sleep(0.1)
             except ProfilerStateError as error:
                 print("error", error, flush=True)
             print("profiled", json.dumps(result.workers), flush=True)

@@ -121,7 +121,7 @@ def test_run_breaks_the_workers_down_per_task_key_prefix(tmp_path):
 HIDDEN = PROGRAMS / "dask_hidden_worker.py"
 
 
-def test_a_worker_without_peakline_is_named_and_the_others_are_profiled(tmp_path):
+def test_workers_without_peakline_or_that_died_are_named_and_the_others_profiled(tmp_path):
     pytest.importorskip("distributed")
     import json
     import subprocess
@@ -131,10 +131,17 @@ def test_a_worker_without_peakline_is_named_and_the_others_are_profiled(tmp_path
                           capture_output=True, text=True, timeout=240, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     hidden = re.search(r"^hidden (\S+)$", proc.stdout, re.M).group(1)
+    killed = re.search(r"^killed (\S+)$", proc.stdout, re.M).group(1)
     error = re.search(r"^error (.*)$", proc.stdout, re.M).group(1)
-    assert error == (f"peakline.dask: workers not profiled: {hidden}: peakline cannot be "
-                     f"imported there (ImportError: No module named peakline (hidden for "
-                     f"this worker))"), error
+    reasons = dict(part.split(": ", 1) for part in
+                   error.removeprefix("peakline.dask: workers not profiled: ").split("; "))
+    assert reasons[hidden] == ("peakline cannot be imported there (ImportError: No module "
+                               "named peakline (hidden for this worker))"), error
+    assert re.fullmatch(r"left the cluster before its profile was collected \(the worker "
+                        r"\(pid \d+\) died or was retired\): its profile is lost",
+                        reasons[killed]), error
+    assert len(reasons) == 2, error
+    # The survivor, and the worker the killed one's nanny started (when it joined in time).
     profiled = json.loads(re.search(r"^profiled (.*)$", proc.stdout, re.M).group(1))
-    assert len(profiled) == 1 and hidden not in profiled
+    assert 1 <= len(profiled) <= 2 and not {hidden, killed} & set(profiled), profiled
     assert int(re.search(r"^lines (\d+)$", proc.stdout, re.M).group(1)) > 0
