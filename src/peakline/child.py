@@ -211,9 +211,10 @@ def _is_child_directory(entry: str) -> bool:
 
 def environment_without_peakline(env) -> dict:
     """A copy of ``env`` (str or bytes keys, as os.execve takes) without what peakline adds
-    for its children: ``PEAKLINE_CHILD_DIR``, ``PEAKLINE_CHILD_OPTIONS``, its Dask preload and
-    the generated sitecustomize's directory on ``PYTHONPATH`` (the variable goes when nothing else is left
-    in it). A process started with it runs unprofiled."""
+    for its children: ``PEAKLINE_CHILD_DIR``, ``PEAKLINE_CHILD_OPTIONS``,
+    ``PEAKLINE_CHILD_SNAPSHOT_S``, its Dask preload and the generated sitecustomize's
+    directory on ``PYTHONPATH`` (the variable goes when nothing else is left in it). A process
+    started with it runs unprofiled."""
     out = {}
     for key, value in env.items():
         name = os.fsdecode(key) if isinstance(key, bytes) else key

@@ -49,7 +49,8 @@ def task_key_parts(profile: Profile) -> list[list[str]]:
 
     rows = []
     for r in profile.task_keys or ():
-        parts = [printable(r.prefix), f"{r.tasks} task{'s' if r.tasks != 1 else ''} in {r.processes} "
+        parts = [printable(r.prefix),
+                 f"{r.tasks} task{'s' if r.tasks != 1 else ''} in {r.processes} "
                  f"process{'es' if r.processes != 1 else ''}",
                  f"CPU {duration(r.cpu_s)}", f"wall {duration(r.wall_s)}"]
         if r.rise_bytes is not None:
