@@ -318,6 +318,7 @@ class Session:
         self.pid = os.getpid()
         self.phases: list[PhaseRecord] = []
         self._open_phases: list[PhaseRecord] = []
+        self._tasks = None  # peakline.tasks.TaskWindows, once an engine reports a task
         self.forked_away = False   # this object was inherited through fork: its core is gone
         # A sampling warning is printed to stderr at stop; off where stderr is not peakline's
         # (an attached process: the warning travels in the data instead).
@@ -384,6 +385,8 @@ class Session:
         for phase in reversed(self._open_phases):  # phases still open end with the session
             self._close_phase(phase, now)
         self._open_phases.clear()
+        if self._tasks is not None:  # tasks still running end with the session
+            self._tasks.close_all(now - self._started_mono)
         with self._core_lock:
             core.stop()
             process_cpu_ns = (time.process_time_ns() - _own_threads_cpu_ns()
@@ -434,6 +437,16 @@ class Session:
         phase.end_s = max(phase.start_s, now - self._started_mono)
         phase.cpu_s = max(0.0, time.process_time() - phase.cpu_start_s)
 
+    # -- task windows (peakline.tasks) ----------------------------------------------------
+
+    def task_windows(self):
+        """This session's task windows (peakline.tasks.TaskWindows), created on first use."""
+        if self._tasks is None:
+            from peakline.tasks import TaskWindows
+
+            self._tasks = TaskWindows(self._started_mono)
+        return self._tasks
+
     def _file_selection(self):
         from peakline.model.selection import FileSelection
 
@@ -456,7 +469,7 @@ class Session:
         if self._raw is None:
             raise ProfilerStateError("stop the session before building its profile")
         return self._build(self._raw, elapsed_s=self._elapsed_s, exit_code=exit_code,
-                           phases=self.phases)
+                           phases=self.phases, tasks=self._tasks)
 
     def snapshot(self, *, trigger: str = "request"):
         """The Profile so far of a running session, which keeps running: the core's counters
@@ -484,8 +497,9 @@ class Session:
         taken = _dt.datetime.fromtimestamp(taken_wall, tz=_dt.timezone.utc)
         info = {"sequence": self._snapshots, "trigger": trigger, "start_s": 0.0,
                 "end_s": elapsed_s, "taken_at": taken.isoformat().replace("+00:00", "Z")}
+        tasks = self._tasks.open_copies(elapsed_s) if self._tasks is not None else None
         return self._build(raw, elapsed_s=elapsed_s, exit_code=None, phases=phases,
-                           snapshot=info)
+                           snapshot=info, tasks=tasks)
 
     def snapshot_raw(self) -> dict[str, Any]:
         """The core's raw data so far of a running session (what ``snapshot`` builds its
@@ -505,7 +519,8 @@ class Session:
         raw["sampling_warning"] = None
         return raw
 
-    def _build(self, raw, *, elapsed_s: float, exit_code: int | None, phases, snapshot=None):
+    def _build(self, raw, *, elapsed_s: float, exit_code: int | None, phases, snapshot=None,
+               tasks=None):
         from peakline.model.builder import build_profile
 
         import datetime as _dt
@@ -524,22 +539,26 @@ class Session:
             "cgroup_throttling": self._throttling,
         }
         profile = build_profile(raw, meta=meta, selection=self._selection)
-        if phases or snapshot:
+        if phases or snapshot or tasks:
             from peakline.model.profile import Profile
 
             doc = profile.to_dict()
+            # Phase and task times count from _started_mono (perf_counter = CLOCK_MONOTONIC
+            # on Linux, taken just before core.start); the core's times count from its own
+            # zero a little later. Align exactly when the core says where its zero was.
+            # Without it, the core's zero is taken as the moment core.start returned (its
+            # zero is set before the hooks are installed, which is most of the start time).
+            core_zero_ns = raw.get("stats", {}).get("start_monotonic_ns")
+            shift_s = (core_zero_ns / 1e9 - self._started_mono if core_zero_ns
+                       else self._start_returned_mono - self._started_mono)
             if phases:
                 from peakline.model.phases import phase_fields
 
-                # Phase times count from _started_mono (perf_counter = CLOCK_MONOTONIC on
-                # Linux, taken just before core.start); the core's times count from its own
-                # zero a little later. Align exactly when the core says where its zero was.
-                # Without it, the core's zero is taken as the moment core.start returned (its
-                # zero is set before the hooks are installed, which is most of the start time).
-                core_zero_ns = raw.get("stats", {}).get("start_monotonic_ns")
-                shift_s = (core_zero_ns / 1e9 - self._started_mono if core_zero_ns
-                           else self._start_returned_mono - self._started_mono)
                 doc["phases"] = phase_fields(phases, profile.timeline, shift_s=shift_s)
+            if tasks:
+                from peakline.model.task_keys import task_key_fields
+
+                doc["task_keys"] = task_key_fields(tasks, profile.timeline, shift_s=shift_s)
             if snapshot:
                 doc["snapshot"] = snapshot
             profile = Profile.from_dict(doc, source="snapshot" if snapshot else "phases")

@@ -1,8 +1,9 @@
 """Two torch.distributed ranks (gloo, CPU) with work of known size, for `torchrun`.
 
 Rank r holds (r + 1) x 25 MiB and burns (r + 1) x 0.2 s of CPU, so rank 1 is both the
-slowest and the one with the largest peak. stdout (rank 0): the ranks' CPU time around their
-loops, summed with all_reduce: the truth for the burn lines.
+slowest and the one with the largest peak. stdout: each rank's CPU time around its loop and
+the bytes it holds; then (rank 0) their CPU summed with all_reduce: the truth for the burn
+lines.
 """
 import time
 
@@ -23,6 +24,7 @@ def main():
     rank = dist.get_rank()
     held = torch.ones((rank + 1) * 25 * (1 << 20) // 4)  # LINE hold
     spent = torch.tensor([burn(0.2 * (rank + 1))])
+    print(f"rank {rank} cpu_s {float(spent):.6f} held {held.numel() * 4}", flush=True)
     dist.all_reduce(spent)
     if rank == 0:
         print(f"ranks cpu_s {float(spent):.6f} held {held.numel() * 4}", flush=True)

@@ -66,3 +66,82 @@ def test_dask_profile_api_profiles_each_worker_of_a_cluster_peakline_did_not_sta
     # CPU counts from the first tick that registers them).
     assert 0.6 * truth <= burnt <= 1.15 * truth, (burnt, truth)
     assert line_record(doc, PLUGIN, marks["burn_body"])["processes"] == 2
+    # Per task key prefix (the plugin's transition hook): the 4 burn tasks, their CPU, and
+    # the 40 MiB each raised its worker's heap by.
+    (keys,) = doc["task_keys"]
+    assert (keys["prefix"], keys["tasks"], keys["processes"]) == ("burn", 4, 2), keys
+    assert 0.9 * truth <= keys["cpu_s"] <= 1.3 * truth + 0.1, (keys, truth)
+    assert 40 * MIB <= keys["rise_bytes"] <= 44 * MIB, keys
+
+
+TASK_KEYS = PROGRAMS / "dask_task_keys.py"
+
+
+def test_run_breaks_the_workers_down_per_task_key_prefix(tmp_path):
+    pytest.importorskip("distributed")
+    import io
+
+    from peakline.model.profile import Profile
+    from peakline.reporters import html, terminal
+
+    result = run_peakline(["--no-report", str(TASK_KEYS)], tmp_path, timeout=240)
+    assert result.returncode == 0, result.stderr[-3000:]
+    truth = float(re.search(r"burn cpu_s ([0-9.]+)", result.stdout).group(1))
+    held = int(re.search(r"hold bytes ([0-9]+)", result.stdout).group(1))
+    doc = result.profile()
+    keys = {r["prefix"]: r for r in doc["task_keys"]}
+    assert set(keys) == {"burn", "hold"}, doc["task_keys"]
+    burn, hold = keys["burn"], keys["hold"]
+    assert (burn["tasks"], hold["tasks"]) == (4, 2)
+    # The window's CPU is the worker process's while the task ran: the loop's own (the
+    # truth, measured in the task as process CPU) plus the task's dispatch around it.
+    assert 0.9 * truth <= burn["cpu_s"] <= 1.3 * truth + 0.1, (burn, truth)
+    # The hold tasks sleep: their windows hold only the worker's own background CPU
+    # (measured: 0.18 s for both, load ~19).
+    assert hold["cpu_s"] < 0.5 * truth, hold
+    # Each hold task raised its worker's heap by its block (and little else); the burn tasks
+    # allocate nothing that lasts.
+    assert held <= hold["rise_bytes"] <= held + 4 * MIB, hold
+    assert hold["peak_bytes"] >= held
+    assert burn["rise_bytes"] < 4 * MIB, burn
+    assert 1 <= hold["processes"] <= 2 and 1 <= burn["processes"] <= 2
+
+    profile = Profile.from_dict(doc)
+    out = io.StringIO()
+    terminal.render(profile, out, width=200, color=False)
+    text = out.getvalue()
+    assert "Tasks by key prefix" in text, text
+    assert re.search(r"hold . 2 tasks in [12] process(es)? . CPU", text), text
+    page = io.StringIO()
+    html.render(profile, page)
+    assert '<section id="task-keys"' in page.getvalue()
+    assert '"prefix":"burn"' in page.getvalue()
+
+
+HIDDEN = PROGRAMS / "dask_hidden_worker.py"
+
+
+def test_workers_without_peakline_or_that_died_are_named_and_the_others_profiled(tmp_path):
+    pytest.importorskip("distributed")
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(HIDDEN), str(tmp_path / "hide")],
+                          capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    hidden = re.search(r"^hidden (\S+)$", proc.stdout, re.M).group(1)
+    killed = re.search(r"^killed (\S+)$", proc.stdout, re.M).group(1)
+    error = re.search(r"^error (.*)$", proc.stdout, re.M).group(1)
+    reasons = dict(part.split(": ", 1) for part in
+                   error.removeprefix("peakline.dask: workers not profiled: ").split("; "))
+    assert reasons[hidden] == ("peakline cannot be imported there (ImportError: No module "
+                               "named peakline (hidden for this worker))"), error
+    assert re.fullmatch(r"left the cluster before its profile was collected \(the worker "
+                        r"\(pid \d+\) died or was retired\): its profile is lost",
+                        reasons[killed]), error
+    assert len(reasons) == 2, error
+    # The survivor, and the worker the killed one's nanny started (when it joined in time).
+    profiled = json.loads(re.search(r"^profiled (.*)$", proc.stdout, re.M).group(1))
+    assert 1 <= len(profiled) <= 2 and not {hidden, killed} & set(profiled), profiled
+    assert int(re.search(r"^lines (\d+)$", proc.stdout, re.M).group(1)) > 0

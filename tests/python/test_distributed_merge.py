@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import re
 import subprocess
 import sys
 
@@ -100,6 +101,12 @@ def test_a_worker_killed_mid_task_is_listed_as_lost(tmp_path):
     doc = result.profile()
     lost = [p for p in doc["processes"] if not p["merged"]]
     # The spawn worker (and multiprocessing's resource tracker, which outlives nothing here
-    # but may still be running) are listed without measurements; the killed one is among them.
-    assert any("--multiprocessing-fork" in " ".join(p["argv"]) for p in lost), doc["processes"]
-    assert "not merged (still running or no profile)" in result.stderr
+    # but may still be running) are listed without measurements; the killed one is among them,
+    # its loss stated: which process, since when.
+    (killed,) = [p for p in lost if "--multiprocessing-fork" in " ".join(p["argv"])]
+    assert re.fullmatch(r"it ended without writing its profile \(killed, e\.g\. by SIGKILL, or "
+                        r"crashed\): everything it did since its start at "
+                        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ is lost \(with --snapshot-every its "
+                        r"profile up to its last snapshot is kept\)",
+                        killed["not_merged_reason"]), killed
+    assert "not merged (it ended without writing its profile" in result.stderr

@@ -48,6 +48,20 @@ def test_torchrun_ranks_are_merged_with_their_rank_and_the_slowest_is_named(tmp_
     # Measured: 0.596 of 0.600 s (2 cores, load ~6).
     assert 0.75 * truth <= burnt <= 1.15 * truth, (burnt, truth)
 
+    # Per rank, per line: each rank's own CPU on the burn lines and its own tensor on the
+    # hold line, against what each rank measured.
+    own = {int(r): (float(c), int(h)) for r, c, h in
+           re.findall(r"^rank (\d) cpu_s ([0-9.]+) held (\d+)$", result.stdout, re.M)}
+    assert sorted(own) == [0, 1], result.stdout
+    per_line = {(r["file"], r["lineno"]): {x["rank"]: x for x in r["ranks"]}
+                for r in doc["rank_lines"]}
+    held = per_line[(str(RANKS), marks["hold"])]
+    burn = [per_line.get((str(RANKS), marks[m]), {}) for m in ("burn_loop", "burn_body")]
+    for rank, (spent, nbytes) in own.items():
+        assert nbytes - MIB <= held[rank]["live_at_peak_bytes"] <= nbytes + MIB, held
+        burnt = sum(b[rank]["cpu_s"] for b in burn if rank in b)
+        assert 0.7 * spent <= burnt <= 1.2 * spent + 0.05, (rank, burnt, spent)
+
     profile = Profile.from_dict(doc)
     out = io.StringIO()
     terminal.render(profile, out, width=160, color=False)
@@ -55,8 +69,12 @@ def test_torchrun_ranks_are_merged_with_their_rank_and_the_slowest_is_named(tmp_
     pid1 = ranks[1]["pid"]
     assert re.search(rf"slowest rank: rank 1 \(pid {pid1}\) [0-9.]+ s CPU", text), text
     assert f"largest peak: rank 1 (pid {pid1})" in text, text
+    assert "Lines per rank" in text, text
+    assert re.search(r"rank 0 CPU [0-9.]+ m?s held 25\.0 MiB . rank 1 CPU [0-9.]+ m?s held "
+                     r"50\.0 MiB", text), text
     page = io.StringIO()
     html.render(profile, page)
     assert re.search(rf'"rankHighlights": ?\[\["slowest rank", ?"rank 1 \(pid {pid1}\)"',
                      page.getvalue())
     assert '<section id="processes"' in page.getvalue()
+    assert '"rank_lines":[' in page.getvalue()

@@ -34,7 +34,8 @@ OPTIONS = [
            help="write the profile file only"),
     Option("--snapshot-every", dest="snapshot_every", metavar="SECONDS",
            help="while the program runs, write the profile so far to the profile file every "
-                "SECONDS (atomically; the final profile replaces the last snapshot)"),
+                "SECONDS (atomically; the final profile replaces the last snapshot); profiled "
+                "children write theirs too, kept if one is killed before its end"),
     Option("--snapshot-signal", dest="snapshot_signal", metavar="SIG",
            help="a signal that writes a snapshot on demand (default: SIGUSR2 with "
                 "--snapshot-every or --live, else none: the program's signals stay its own; "
@@ -233,6 +234,8 @@ def _profile_and_run(target: Target, options: SessionOptions, outfile: str, opts
 
     session = Session(options, program=target.display, argv=[target.display, *target.args])
     tracker = None if not opts.children else child.ChildTracker(session.options)
+    if tracker is not None:
+        tracker.snapshot_every_s = opts.snapshot_every
     main_pid = os.getpid()
     # The profile is written once, whichever end comes first (peakline.finishing).
     write_once = finishing.WriteOnce()

@@ -34,6 +34,8 @@ Rules (docs/processes.md, "Merged profiles"):
   ``partial_reason``); children that had not ended when the parent
   finished appear with ``merged: false`` and no measurements; ``not_merged_reason`` says why
   when the child told (it profiled itself explicitly).
+* ``task_keys`` (per task key prefix): combined by peakline.model.task_keys; ``rank_lines``
+  (each line per torch.distributed rank): peakline.model.rank_lines.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ from peakline.model.profile import Profile
 from peakline.model.records import (FunctionRecord, LineRecord, Memory, Sampling, ThreadRecord,
                                     Totals)
 from peakline.model.schema import summed
+from peakline.model.rank_lines import rank_lines
+from peakline.model.task_keys import merge_task_keys
 
 # What adds up over processes: the fields each record declares merge=SUM (model/records.py).
 _LINE_SUMS = summed(LineRecord)
@@ -87,6 +91,8 @@ def process_record(profile: Profile, *, merged: bool = True,
         record["peak_time_s"] = profile.memory.peak_time_s
     if start_offset_s is not None:
         record["start_offset_s"] = start_offset_s
+    if profile.snapshot is not None:  # its last partial profile: it died without a final one
+        record["partial_until_s"] = profile.snapshot.end_s
     return record
 
 
@@ -134,6 +140,7 @@ def merge_processes(parent: Profile, children: Sequence[Profile],
         _merge_threads(doc, child_doc)
         _merge_stacks(doc, child_doc)
         _merge_memory(doc, child_doc)
+        merge_task_keys(doc, child_doc)
 
     elapsed = doc.get("elapsed_s") or 0.0
     for filename, record in doc["files"].items():
@@ -167,6 +174,9 @@ def merge_processes(parent: Profile, children: Sequence[Profile],
     if rss:
         doc["peak_rss_bytes"] = max(rss)
     doc["processes"] = processes
+    by_rank = rank_lines((parent, *children))
+    if by_rank is not None:
+        doc["rank_lines"] = by_rank
     return Profile.from_dict(doc, source="merge_processes")
 
 

@@ -27,15 +27,17 @@ from peakline.model.checks import (_Invalid, _at, _bool, _count, _format_error, 
                                    _nullable, _object, _pair_line, _seconds, _show, _str,
                                    _timeline, _utc_timestamp)
 from peakline.model.records import (CategoryTimes, FileRecord, FunctionRecord, Gpu, LineRecord,
-                                    Memory, Options, PhaseRecord, ProcessRecord, Sampling,
-                                    SnapshotInfo, StackSample, Stacks, ThreadRecord, Totals)
+                                    Memory, Options, PhaseRecord, ProcessRecord, RankFigures,
+                                    RankLineRecord, Sampling, SnapshotInfo, StackSample, Stacks,
+                                    TaskKeyRecord, ThreadRecord, Totals)
 from peakline.model.schema import (_Field, _optional, _Record, _record_field, _record_list_field,
                                    record)
 
 __all__ = [  # the records are defined in peakline.model.records, importable from here too
     "FORMAT_NAME", "FORMAT_VERSION", "CategoryTimes", "FileRecord", "FunctionRecord", "Gpu",
-    "LineRecord", "Memory", "Options", "PhaseRecord", "ProcessRecord", "Profile", "Sampling",
-    "SnapshotInfo", "StackSample", "Stacks", "ThreadRecord", "Totals",
+    "LineRecord", "Memory", "Options", "PhaseRecord", "ProcessRecord", "Profile",
+    "RankFigures", "RankLineRecord", "Sampling",
+    "SnapshotInfo", "StackSample", "Stacks", "TaskKeyRecord", "ThreadRecord", "Totals",
 ]
 
 FORMAT_NAME = "peakline"
@@ -129,8 +131,10 @@ class Profile(_Record):
         _optional("peak_bytes", _int), _optional("peak_rss_bytes", _count),
         _optional("timeline", _timeline), _record_field("memory", Memory, required=False),
         _record_list_field("phases", PhaseRecord, required=False),
+        _record_list_field("task_keys", TaskKeyRecord, required=False),
         # Merged profiles.
         _record_list_field("processes", ProcessRecord, required=False),
+        _record_list_field("rank_lines", RankLineRecord, required=False),
         _optional("peak_bytes_sum", _int), _optional("tree_peak_bytes", _int),
         _optional("tree_peak_time_s", _seconds), _optional("tree_timeline", _timeline),
         _record_field("gpu", Gpu, required=False), _optional("attached", _attached),

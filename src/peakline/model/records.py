@@ -279,6 +279,35 @@ class PhaseRecord(_Record):
 
 
 @record
+class TaskKeyRecord(_Record):
+    """The tasks of one key prefix (Dask's ``key_split``: ``burn-3f2a...`` is ``burn``) that
+    the process ran, from their start and end as the engine reported them (peakline.tasks):
+    CPU in their windows, and the heap while they ran (from the exact timeline)."""
+
+    _FIELDS = (_Field("prefix", _str), _summed_count("tasks"),
+               _Field("wall_s", _seconds, default=0.0, merge=SUM),
+               _Field("cpu_s", _seconds, default=0.0, merge=SUM),
+               _optional("peak_bytes", _int), _optional("rise_bytes", _int),
+               _Field("processes", _count, default=1, merge=SUM))
+
+
+@record
+class RankFigures(_Record):
+    """One rank's own figures for one line (``rank_lines[].ranks[]``)."""
+
+    _FIELDS = (_Field("rank", _count), _Field("cpu_s", _seconds, default=0.0),
+               _optional("live_at_peak_bytes", _int))
+
+
+@record
+class RankLineRecord(_Record):
+    """A line's figures per torch.distributed rank, in a merged profile of ranks."""
+
+    _FIELDS = (_Field("file", _str), _Field("lineno", _count),
+               _record_list_field("ranks", RankFigures))
+
+
+@record
 class ProcessRecord(_Record):
     """One process of a merged profile (the parent first); unmerged ones have no figures."""
 
@@ -293,7 +322,7 @@ class ProcessRecord(_Record):
                _optional("peak_time_s", _seconds), _optional("start_offset_s", _signed),
                _optional("ray_worker_id", _nullable(_str)), _optional("ray_actor", _nullable(_str)),
                _optional("ray_tasks", _nullable(_list_of(_str))),
-               _optional("partial_reason", _nullable(_str)))
+               _optional("partial_reason", _nullable(_str)), _optional("partial_until_s", _seconds))
 
 
 @record

@@ -4,6 +4,8 @@ A distributed job's processes (torch.distributed ranks, pool or cluster workers)
 with the host they ran on; for ranks, the report names the slowest one and the one with the
 largest peak. "Slowest" is the rank with the most CPU time: ranks meet at collectives, so
 the others spend the difference waiting for it and their elapsed times come out alike.
+Tasks of a task engine (Dask) are summed per key prefix (the profile's ``task_keys``), and
+ranks' lines are shown rank by rank (``rank_lines``).
 """
 
 from __future__ import annotations
@@ -48,4 +50,48 @@ def rank_highlights(profile: Profile) -> list[tuple[str, ProcessRecord, str]]:
     if peaks:
         largest = max(peaks, key=lambda r: (r.peak_bytes, -r.rank))
         out.append(("largest peak", largest, human_bytes(largest.peak_bytes)))
+    return out
+
+
+TASK_KEYS_TITLE = "Tasks by key prefix: CPU and heap while they ran"
+
+
+def task_key_parts(profile: Profile) -> list[list[str]]:
+    """One row of parts per key prefix (the profile's order: most CPU first)."""
+    from peakline.reporters._format import human_bytes
+    from peakline.reporters._text import duration, printable
+
+    rows = []
+    for r in profile.task_keys or ():
+        parts = [printable(r.prefix),
+                 f"{r.tasks} task{'s' if r.tasks != 1 else ''} in {r.processes} "
+                 f"process{'es' if r.processes != 1 else ''}",
+                 f"CPU {duration(r.cpu_s)}", f"wall {duration(r.wall_s)}"]
+        if r.rise_bytes is not None:
+            parts.append(f"largest rise in a task {human_bytes(r.rise_bytes)}")
+        if r.peak_bytes is not None:
+            parts.append(f"heap peak while running {human_bytes(r.peak_bytes)}")
+        rows.append(parts)
+    return rows
+
+
+RANK_LINES_TITLE = "Lines per rank: each rank's CPU and what the line held at its peak"
+RANK_LINES_SHOWN = 10
+
+
+def rank_line_parts(profile: Profile) -> list[tuple[str, int, list[str]]]:
+    """[(file, lineno, parts)]: the lines with the most CPU over the ranks (at most
+    ``RANK_LINES_SHOWN``), one part per rank."""
+    from peakline.reporters._format import human_bytes
+    from peakline.reporters._text import duration
+
+    out = []
+    for record in (profile.rank_lines or ())[:RANK_LINES_SHOWN]:
+        parts = []
+        for r in record.ranks:
+            part = f"rank {r.rank} CPU {duration(r.cpu_s) or '0 s'}"
+            if r.live_at_peak_bytes:
+                part += f" held {human_bytes(r.live_at_peak_bytes)}"
+            parts.append(part)
+        out.append((record.file, record.lineno, parts))
     return out

@@ -47,7 +47,8 @@ from peakline.reporters._format import (compact_bytes, human_bytes, human_rate, 
 from peakline.reporters._highlights import (HOT_PERCENT, TRUNCATED_STACKS_NOTE,
                                             blas_buffer_note, contention_parts, peak_basis,
                                             peak_holders, peak_vs_rss_note, possible_leaks)
-from peakline.reporters._processes import describe, label, rank_highlights
+from peakline.reporters._processes import (RANK_LINES_TITLE, TASK_KEYS_TITLE, describe, label,
+                                           rank_highlights, rank_line_parts, task_key_parts)
 from peakline.reporters._source import read_source
 from peakline.reporters._text import duration, percent, printable
 
@@ -121,6 +122,9 @@ def _phases_and_processes(view: _View) -> None:
             if not r.merged:
                 parts.append(f"not merged ({r.not_merged_reason})" if r.not_merged_reason
                              else "not merged (still running or no profile)")
+            elif r.partial_until_s is not None:
+                parts.append(f"partial: ended without its profile; its first "
+                             f"{duration(r.partial_until_s)} (its last snapshot)")
             if r.partial_reason:
                 parts.append(f"partial ({r.partial_reason})")
             if r.exit_code is not None:
@@ -141,7 +145,24 @@ def _phases_and_processes(view: _View) -> None:
             parts.append(f"sum of the processes' own peaks {human_bytes(p.peak_bytes_sum)} "
                          f"(the most they could hold together)")
             view.emit_parts(parts)
+        _rank_lines(view)
         _submitted_work(view)
+    if p.task_keys:
+        view.emit()
+        view.emit(TASK_KEYS_TITLE, _BOLD)
+        for parts in task_key_parts(p):
+            view.emit_parts(parts)
+
+
+def _rank_lines(view: _View) -> None:
+    rows = rank_line_parts(view.profile)
+    if not rows:
+        return
+    view.emit()
+    view.emit(RANK_LINES_TITLE, _BOLD)
+    for filename, lineno, parts in rows:
+        view.emit(f"  {view.place(filename, lineno)}  {view.source_text(filename, lineno)}")
+        view.emit_parts(parts, indent="    ")
 
 
 def _submitted_work(view: _View) -> None:

@@ -403,8 +403,9 @@
       { label: "CPU", value: function (r) { return opt(r.cpu_s); }, show: function (r) { return opt(r.cpu_s) === null ? "" : PL.fmtSeconds(r.cpu_s); } },
       { label: "elapsed", value: function (r) { return opt(r.elapsed_s); }, show: function (r) { return opt(r.elapsed_s) === null ? "" : PL.fmtSeconds(r.elapsed_s); } },
       { label: "peak", value: function (r) { return opt(r.peak_bytes); }, show: function (r) { return opt(r.peak_bytes) === null ? "" : PL.fmtBytes(r.peak_bytes); } },
-      { label: "merged", text: true, value: function (r) { return r.merged ? (r.partial_reason ? "partly: " + r.partial_reason : "yes") : (r.not_merged_reason || "no (still running or no profile)"); } }];
+      { label: "merged", text: true, value: function (r) { return r.merged ? (opt(r.partial_until_s) !== null ? "partial: ended without its profile; its first " + PL.fmtSeconds(r.partial_until_s) + " (its last snapshot)" : (r.partial_reason ? "partly: " + r.partial_reason : "yes")) : (r.not_merged_reason || "no (still running or no profile)"); } }];
     wrap.appendChild(table(cols, procs).table);
+    rankLines(wrap);
     var work = P.submitted_work;
     if (work && work.lines.length) {
       wrap.appendChild(el("h3", null, "Child processes' CPU, charged to the parent line that waited for it"));
@@ -419,6 +420,52 @@
       wt.sortBy(2, true);
       wrap.appendChild(wt.table);
     }
+  }
+
+  /* merged ranks: each line's CPU and holding at each rank's own peak, rank by rank */
+  function rankLines(wrap) {
+    var rows = P.rank_lines || [];
+    if (!rows.length) return;
+    wrap.appendChild(el("h3", null, "Lines per rank"));
+    wrap.appendChild(el("p", "hint", "Each rank's own CPU on the line and what the line held at that rank's peak: ranks do the same work on different data, and the merged lines add them up."));
+    var ranks = [];
+    rows.forEach(function (r) { r.ranks.forEach(function (x) { if (ranks.indexOf(x.rank) < 0) ranks.push(x.rank); }); });
+    ranks.sort(function (a, b) { return a - b; });
+    var of = function (r, rank) { for (var i = 0; i < r.ranks.length; i++) if (r.ranks[i].rank === rank) return r.ranks[i]; return null; };
+    var cols = [
+      { label: "line", text: true, asc: true, value: function (r) { return place(r.file, r.lineno); }, show: function (r) { return linkTo(r.file, r.lineno); } },
+      { label: "source", text: true, nosort: true, value: function (r) { return sourceLine(r.file, r.lineno); } }];
+    ranks.forEach(function (rank) {
+      cols.push({ label: "rank " + rank + " CPU", value: function (r) { var x = of(r, rank); return x ? x.cpu_s : null; },
+                  show: function (r) { var x = of(r, rank); return x ? PL.fmtSeconds(x.cpu_s) : ""; } });
+      cols.push({ label: "rank " + rank + " held", value: function (r) { var x = of(r, rank); return x && x.live_at_peak_bytes !== undefined ? x.live_at_peak_bytes : null; },
+                  show: function (r) { var x = of(r, rank); return x && x.live_at_peak_bytes ? PL.fmtBytes(x.live_at_peak_bytes) : ""; } });
+    });
+    wrap.appendChild(table(cols, rows).table);
+  }
+
+  /* task engines (Dask): CPU and heap per task key prefix, from each task's start and end */
+  function taskKeys() {
+    var rows = P.task_keys || [];
+    if (!rows.length) return;
+    var section = document.getElementById("task-keys"), wrap = section.querySelector(".table-wrap");
+    section.hidden = false;
+    wrap.appendChild(el("p", "hint", "The process CPU while a task of the prefix ran (shared between tasks that overlapped), and the heap: its largest rise during one task, and its highest point while one ran."));
+    var bytes = function (name) {
+      return { label: name === "rise_bytes" ? "largest rise in a task" : "heap peak while running",
+               value: function (r) { return r[name] === undefined ? null : r[name]; },
+               show: function (r) { return r[name] === undefined ? "" : PL.fmtBytes(r[name]); } };
+    };
+    var cols = [
+      { label: "key prefix", text: true, asc: true, value: function (r) { return r.prefix; } },
+      { label: "tasks", value: function (r) { return r.tasks; } },
+      { label: "processes", value: function (r) { return r.processes; } },
+      { label: "CPU", value: function (r) { return r.cpu_s; }, show: function (r) { return PL.fmtSeconds(r.cpu_s); } },
+      { label: "wall", value: function (r) { return r.wall_s; }, show: function (r) { return PL.fmtSeconds(r.wall_s); } },
+      bytes("rise_bytes"), bytes("peak_bytes")];
+    var t = table(cols, rows);
+    t.sortBy(3, true);
+    wrap.appendChild(t.table);
   }
 
   function flame() {
@@ -489,6 +536,7 @@
   files();
   functions();
   processes();
+  taskKeys();
   flame();
   memoryFlame();
   footer();
