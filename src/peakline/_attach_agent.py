@@ -1,7 +1,7 @@
 """The part of `peakline attach` that runs inside the attached process.
 
 peakline.attach gets a few lines of Python run on the target's main thread (by ptrace on
-CPython 3.11-3.13, by ``sys.remote_exec`` on 3.14+; src/native/attach/ptrace_injector.h). Those
+CPython 3.10-3.13, by ``sys.remote_exec`` on 3.14+; src/native/attach/ptrace_injector.h). Those
 lines import this module and call ``begin``, which connects to the attaching command's Unix
 socket, starts an ordinary peakline session (peakline.session) and hands the connection to a
 control thread. The control thread waits for one command:
@@ -130,10 +130,19 @@ def _program() -> str:
 
 
 def _control() -> None:
-    """The control thread: waits for the attaching command's commands (no GIL while waiting)."""
+    """The control thread: waits for the attaching command's commands (no GIL while waiting).
+
+    It is peakline's own, like the snapshot thread of `peakline run`: it takes itself out of
+    the measurement first thing (never sampled, its allocations and frees not counted: what
+    building a snapshot or the final data allocates is not the program's). Its thread id
+    still goes with the data, so the attaching command drops anything registered for it
+    before that (peakline.attach)."""
+    from peakline.session import exclude_current_thread, own_thread_ending
+
     state = _state
     state["control_tid"] = _thread.get_native_id()
     sock = state["sock"]
+    exclude_current_thread()
     try:
         while True:
             try:
@@ -149,6 +158,7 @@ def _control() -> None:
                 _reply(sock, data)
             break
     finally:
+        own_thread_ending()
         _close(state)
 
 
