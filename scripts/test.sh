@@ -108,7 +108,7 @@ for other in $PEAKLINE_OTHER_PYTHONS; do
     "$venv/bin/python" -m pytest -q tests/python/test_cpu_accuracy.py \
       tests/python/test_memory_accuracy.py tests/python/test_cli_run.py \
       tests/python/test_model.py tests/python/test_api.py \
-      tests/python/test_interpreter_support.py \
+      tests/python/test_interpreter_support.py tests/python/test_attach.py \
       "tests/python/test_processes.py::test_pool_workers_work_shows_on_the_worker_function_lines[spawn]" \
       || status=1
   else

@@ -98,9 +98,12 @@ def begin(socket_path: str, page: int, page_length: int, options: dict) -> None:
             session.start()
             _state = {"session": session, "sock": sock, "page": page,
                       "page_length": page_length, "attacher_pid": _peer_pid(sock),
-                      "control_tid": 0, "done": False}
+                      "control_tid": 0, "done": False, "closed": _thread.allocate_lock()}
+            _state["closed"].acquire()  # released by the control thread when it is done
         import atexit
-        atexit.register(_at_exit)
+        state = _state
+        state["at_exit"] = lambda: _at_exit(state)  # this attachment's own, to unregister
+        atexit.register(state["at_exit"])
         _send(sock, {"started": True, "pid": os.getpid(), "started_at": session._started_wall})
         _thread.start_new_thread(_control, ())
     except BaseException as exc:  # noqa: BLE001 - reported to the attaching command
@@ -160,6 +163,13 @@ def _control() -> None:
     finally:
         own_thread_ending()
         _close(state)
+        # Only now, after the reply: an exit meanwhile must find the handler and wait here.
+        try:
+            import atexit
+            atexit.unregister(state["at_exit"])
+        except Exception:  # noqa: BLE001 - interpreter shutting down
+            pass
+        state["closed"].release()
 
 
 def _reply(sock, message: dict) -> None:
@@ -205,11 +215,6 @@ def _stop(state: dict, *, exited: bool) -> dict:
         problem = _core.release_process(500)
     except BaseException as exc:  # noqa: BLE001 - reported to the attaching command
         return {"error": f"stopping the session failed: {type(exc).__name__}: {exc}"}
-    try:
-        import atexit
-        atexit.unregister(_at_exit)
-    except Exception:  # noqa: BLE001 - interpreter shutting down
-        pass
     data = _data(session, raw, exited=exited, control_tid=state["control_tid"])
     data["release_problem"] = problem or None
     return data
@@ -240,14 +245,17 @@ def _data(session, raw: dict, *, exited: bool, control_tid: int) -> dict:
     }
 
 
-def _at_exit() -> None:
+def _at_exit(state: dict) -> None:
     """The process is exiting while attached: send what was measured."""
-    state = _state
-    if state is None:
-        return
     data = _finish(state, exited=True)
     if data is not None:
         _reply(state["sock"], data)
+    else:
+        # The control thread is stopping the session on a "stop" that came first: the
+        # interpreter would end it half-way, and the attaching command would get no profile.
+        # Wait for its reply (the lock is taken without the GIL).
+        if state["closed"].acquire(timeout=10.0):
+            state["closed"].release()
 
 
 def _close(state: dict) -> None:

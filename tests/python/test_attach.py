@@ -264,8 +264,9 @@ def test_remote_exec_attaches_a_sleeping_target_when_its_sleep_returns(target):
     assert time.monotonic() - asked > 1.0  # not before the sleep returned
     slept = float(t.wait_for("slept").split()[1])
     assert 1.95 < slept < 3.0
-    profile = attachment.detach()  # the target exits meanwhile: its final data, then
+    profile = attachment.build(attachment.wait_for_exit(20.0))  # it ends after the sleep
     assert profile.attached["method"] == "remote_exec" and profile.pid == t.proc.pid
+    assert profile.attached["process_exited"] is True
     rc, err = t.finish()
     assert rc == 0 and err == ""
 
