@@ -1,7 +1,7 @@
 """The part of `peakline attach` that runs inside the attached process.
 
 peakline.attach gets a few lines of Python run on the target's main thread (by ptrace on
-CPython 3.11-3.13, by ``sys.remote_exec`` on 3.14+; src/native/attach/ptrace_injector.h). Those
+CPython 3.10-3.13, by ``sys.remote_exec`` on 3.14+; src/native/attach/ptrace_injector.h). Those
 lines import this module and call ``begin``, which connects to the attaching command's Unix
 socket, starts an ordinary peakline session (peakline.session) and hands the connection to a
 control thread. The control thread waits for one command:
@@ -98,9 +98,12 @@ def begin(socket_path: str, page: int, page_length: int, options: dict) -> None:
             session.start()
             _state = {"session": session, "sock": sock, "page": page,
                       "page_length": page_length, "attacher_pid": _peer_pid(sock),
-                      "control_tid": 0, "done": False}
+                      "control_tid": 0, "done": False, "closed": _thread.allocate_lock()}
+            _state["closed"].acquire()  # released by the control thread when it is done
         import atexit
-        atexit.register(_at_exit)
+        state = _state
+        state["at_exit"] = lambda: _at_exit(state)  # this attachment's own, to unregister
+        atexit.register(state["at_exit"])
         _send(sock, {"started": True, "pid": os.getpid(), "started_at": session._started_wall})
         _thread.start_new_thread(_control, ())
     except BaseException as exc:  # noqa: BLE001 - reported to the attaching command
@@ -130,10 +133,19 @@ def _program() -> str:
 
 
 def _control() -> None:
-    """The control thread: waits for the attaching command's commands (no GIL while waiting)."""
+    """The control thread: waits for the attaching command's commands (no GIL while waiting).
+
+    It is peakline's own, like the snapshot thread of `peakline run`: it takes itself out of
+    the measurement first thing (never sampled, its allocations and frees not counted: what
+    building a snapshot or the final data allocates is not the program's). Its thread id
+    still goes with the data, so the attaching command drops anything registered for it
+    before that (peakline.attach)."""
+    from peakline.session import exclude_current_thread, own_thread_ending
+
     state = _state
     state["control_tid"] = _thread.get_native_id()
     sock = state["sock"]
+    exclude_current_thread()
     try:
         while True:
             try:
@@ -149,7 +161,15 @@ def _control() -> None:
                 _reply(sock, data)
             break
     finally:
+        own_thread_ending()
         _close(state)
+        # Only now, after the reply: an exit meanwhile must find the handler and wait here.
+        try:
+            import atexit
+            atexit.unregister(state["at_exit"])
+        except Exception:  # noqa: BLE001 - interpreter shutting down
+            pass
+        state["closed"].release()
 
 
 def _reply(sock, message: dict) -> None:
@@ -195,11 +215,6 @@ def _stop(state: dict, *, exited: bool) -> dict:
         problem = _core.release_process(500)
     except BaseException as exc:  # noqa: BLE001 - reported to the attaching command
         return {"error": f"stopping the session failed: {type(exc).__name__}: {exc}"}
-    try:
-        import atexit
-        atexit.unregister(_at_exit)
-    except Exception:  # noqa: BLE001 - interpreter shutting down
-        pass
     data = _data(session, raw, exited=exited, control_tid=state["control_tid"])
     data["release_problem"] = problem or None
     return data
@@ -230,14 +245,17 @@ def _data(session, raw: dict, *, exited: bool, control_tid: int) -> dict:
     }
 
 
-def _at_exit() -> None:
+def _at_exit(state: dict) -> None:
     """The process is exiting while attached: send what was measured."""
-    state = _state
-    if state is None:
-        return
     data = _finish(state, exited=True)
     if data is not None:
         _reply(state["sock"], data)
+    else:
+        # The control thread is stopping the session on a "stop" that came first: the
+        # interpreter would end it half-way, and the attaching command would get no profile.
+        # Wait for its reply (the lock is taken without the GIL).
+        if state["closed"].acquire(timeout=10.0):
+            state["closed"].release()
 
 
 def _close(state: dict) -> None:

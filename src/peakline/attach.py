@@ -6,7 +6,7 @@
 
 How the session gets into the target: a few lines of Python (``_bootstrap_code``) run on its
 main thread — ``sys.remote_exec`` (PEP 768) on CPython 3.14+, peakline's own ptrace injector
-on 3.11-3.13 (src/native/attach/ptrace_injector.h: no debugger needed). They import
+on 3.10-3.13 (src/native/attach/ptrace_injector.h: no debugger needed). They import
 peakline._attach_agent from this peakline installation, which starts an ordinary session and
 talks to this process over a Unix socket in a private temporary directory. The raw data comes
 back here and the profile is built here, so the target does not import the model or the
@@ -29,9 +29,10 @@ from peakline._attach_agent import _recv, _send
 from peakline.errors import PeaklineError
 from peakline.session import SessionOptions
 
-# CPython versions the ptrace injector knows (frame layouts of the core: 3.11-3.13); 3.14+
+# CPython versions the ptrace injector serves (frame layouts of the core: 3.10-3.13); 3.14+
 # goes through sys.remote_exec.
-PTRACE_VERSIONS = ((3, 11), (3, 12), (3, 13))
+PTRACE_VERSIONS = ((3, 10), (3, 11), (3, 12), (3, 13))
+REMOTE_EXEC_FROM = (3, 14)
 DEFAULT_START_TIMEOUT_S = 10.0
 
 
@@ -59,15 +60,15 @@ def check_target(pid: int) -> tuple[int, int]:
     if error:
         raise AttachError(error)
     if not hexversion:
-        raise AttachError(f"process {pid} runs a CPython older than 3.11 (no Py_Version); "
-                          "peakline attach supports 3.11-3.13 and 3.14+")
+        raise AttachError(f"process {pid} runs a CPython older than 3.10 (neither Py_Version "
+                          "nor 3.10's PyAIter_Check); peakline attach supports 3.10-3.15")
     version = (hexversion >> 24, (hexversion >> 16) & 0xFF)
     mine = sys.version_info[:2]
     if version != mine:
         raise AttachError(f"process {pid} runs CPython {_version_text(hexversion)}; this peakline "
                           f"runs on {mine[0]}.{mine[1]} and can only attach to the same version "
                           f"(run the peakline installed for {_version_text(hexversion)})")
-    if version not in PTRACE_VERSIONS and version < (3, 14):
+    if version not in PTRACE_VERSIONS and version < REMOTE_EXEC_FROM:
         raise AttachError(f"CPython {_version_text(hexversion)} is not supported")
     return version
 
@@ -85,7 +86,9 @@ def _bootstrap_code(socket_path: str, page_placeholder: str, options: SessionOpt
     directory is put first on sys.path only for the import, then removed."""
     inner = f"""
 def _run():
-    import sys
+    import os, sys
+    if not os.path.exists({socket_path!r}):  # the attaching command gave up: stay out
+        return
     parent = {_package_parent()!r}
     loaded = sys.modules.get("peakline")
     added = False
@@ -144,6 +147,7 @@ class Attachment:
         version = check_target(pid)
         directory = tempfile.mkdtemp(prefix="peakline-attach-")
         listener = None
+        keep_script = False
         try:
             _let_target_in(directory, pid)
             path = os.path.join(directory, "control")
@@ -153,8 +157,12 @@ class Attachment:
             from peakline import _core
             placeholder = _core.attach_page_placeholder()
             code = _bootstrap_code(path, placeholder, options)
-            if version >= (3, 14):
+            if version >= REMOTE_EXEC_FROM:
                 mode = _remote_exec(pid, code.replace(placeholder, "0x" + "0" * 16), directory)
+                # The target reads the script when it runs it, maybe after we gave up: from
+                # now on the directory is the script's to remove (_remote_exec), ours only
+                # once the target has connected.
+                keep_script = True
             else:
                 error, mode, _page = _core.attach_inject(pid, code, 5000)
                 if error:
@@ -168,6 +176,7 @@ class Attachment:
                     f"{start_timeout_s:g} s: its main thread is in native code or in a system "
                     "call that peakline does not interrupt; the queued start-up code will find "
                     "no one and do nothing") from None
+            keep_script = False
             connection.settimeout(start_timeout_s)
             reply = _recv(connection)
             if reply is None or "error" in reply:
@@ -177,7 +186,10 @@ class Attachment:
             connection.settimeout(None)
             return cls(pid, options, directory, connection, mode, reply["started_at"])
         except BaseException:
-            shutil.rmtree(directory, ignore_errors=True)
+            if keep_script:
+                _remove_quietly(os.path.join(directory, "control"))
+            else:
+                shutil.rmtree(directory, ignore_errors=True)
             raise
         finally:
             if listener is not None:
@@ -302,20 +314,53 @@ def _let_target_in(directory: str, pid: int) -> None:
 
 
 def _remote_exec(pid: int, code: str, directory: str) -> str:
-    """CPython 3.14+: PEP 768's sys.remote_exec runs a script file in the target at its next
-    safe point (the same start-up code as the ptrace path, written to a file)."""
-    remote_exec = getattr(sys, "remote_exec", None)
-    if remote_exec is None:
-        raise AttachError("this CPython has no sys.remote_exec")
+    """CPython 3.14+: PEP 768's sys.remote_exec has the target's main thread run a script
+    file at its next safe point: the same start-up code as the ptrace path, in a file.
+
+    The target opens the file only when it runs it: when its main thread next executes
+    bytecode, which for a thread blocked in a system call (sleep, input(), join) is when the
+    call returns, maybe long after `--attach-timeout`. A missing file would then be reported
+    on the target's stderr, so the file stays until the script has run, and the script
+    removes it (and the directory, once empty) itself, first thing."""
+    if not hasattr(sys, "remote_exec"):
+        raise AttachError("this CPython has no sys.remote_exec; run the peakline installed "
+                          "for the target's CPython")
+    if not sys.is_remote_debug_enabled():
+        raise AttachError("remote debugging is disabled in this peakline's own Python "
+                          "(PYTHON_DISABLE_REMOTE_DEBUG in the environment or -X "
+                          "disable-remote-debug): sys.remote_exec, which peakline attach uses "
+                          "on CPython 3.14+, refuses then")
     script = os.path.join(directory, "start.py")
+    cleanup = (f"import os\nfor f in (os.unlink, os.rmdir):\n"
+               f"    try: f({script!r} if f is os.unlink else {directory!r})\n"
+               f"    except OSError: pass\n")
     with open(script, "w", encoding="utf-8") as out:
-        out.write(code + "\n")
+        out.write(f"exec({cleanup!r}, {{}})\n{code}\n")
     os.chmod(script, 0o644)
     try:
-        remote_exec(pid, script)
+        sys.remote_exec(pid, script)
+    except PermissionError as exc:
+        os.unlink(script)
+        raise AttachError(f"not permitted to trace process {pid} (sys.remote_exec: {exc}; it "
+                          "must belong to the same user, or run peakline as root / with "
+                          "CAP_SYS_PTRACE; in a container add --cap-add=SYS_PTRACE)") from None
     except (OSError, RuntimeError) as exc:
+        os.unlink(script)
+        if "remote process" in str(exc):
+            raise AttachError(
+                f"process {pid} has remote debugging disabled (PYTHON_DISABLE_REMOTE_DEBUG in "
+                "its environment, -X disable-remote-debug, or a CPython built "
+                "--without-remote-debug): on CPython 3.14+ peakline attach needs "
+                "sys.remote_exec (PEP 768)") from None
         raise AttachError(f"sys.remote_exec({pid}) failed: {exc}") from exc
     return "remote_exec"
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _without_thread(raw: dict, tid: int) -> dict:

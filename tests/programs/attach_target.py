@@ -3,6 +3,8 @@
     attach_target.py steady SECONDS EXIT_CODE   compute and allocate steadily, print progress
     attach_target.py sleep SECONDS              print "sleeping", sleep SECONDS, print the time slept
     attach_target.py input                      print "ready", read a line, print it back
+    attach_target.py idle SECONDS               print "idle", then sleep 50 ms at a time (no
+                                                allocation) for SECONDS
 
 steady: every unit of work is a known loop (the hot line) and 1 MiB of bytearrays of which
 the last 8 MiB are kept (the allocation line); "progress N MONOTONIC_S PROCESS_CPU_S" is
@@ -72,6 +74,11 @@ def main():
         start = time.monotonic()
         time.sleep(float(sys.argv[2]))  # the sleep line
         print(f"slept {time.monotonic() - start:.3f}", flush=True)
+    elif mode == "idle":
+        print("idle", flush=True)
+        end = time.monotonic() + float(sys.argv[2])
+        while time.monotonic() < end:
+            time.sleep(0.05)
     elif mode == "input":
         print("ready", flush=True)
         line = input()

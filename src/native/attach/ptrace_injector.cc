@@ -62,6 +62,10 @@ int64_t NowMs() { return cpu::MonotonicNowNs() / 1'000'000; }
 struct Symbols {
   uint64_t add_pending_call = 0, run_simple_string = 0, gil_ensure = 0, gil_release = 0,
            gil_check = 0, version = 0, mmap = 0, munmap = 0;
+  // PyAIter_Check: a function CPython 3.10 added (and later versions keep). With no Py_Version
+  // beside it, the interpreter is 3.10 (Py_Version came in 3.11; 3.10 has no variable that
+  // holds its version, only a string literal inside Py_GetVersion).
+  bool has_310_api = false;
 };
 
 bool IsLibc(const std::string& path) {
@@ -111,6 +115,7 @@ Status FindSymbols(pid_t pid, ProcessMaps* maps, Symbols* s, std::string* python
     s->gil_release = maps->SymbolAddress(path, "PyGILState_Release").value_or(0);
     s->gil_check = maps->SymbolAddress(path, "PyGILState_Check").value_or(0);
     s->version = maps->SymbolAddress(path, "Py_Version").value_or(0);
+    s->has_310_api = maps->SymbolAddress(path, "PyAIter_Check").has_value();
     break;
   }
   if (s->add_pending_call == 0) {
@@ -446,6 +451,8 @@ Result<TargetInfo> ProbeTarget(pid_t pid) {
     unsigned long v = 0;
     if (!ReadRemote(pid, sym.version, &v, sizeof(v))) return Status::Error(PermissionAdvice(pid));
     info.version_hex = v;
+  } else if (sym.has_310_api) {
+    info.version_hex = kPython310VersionHex;
   }
   return info;
 #else

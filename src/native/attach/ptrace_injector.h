@@ -1,4 +1,4 @@
-// Runs a piece of Python source inside another CPython process (3.11-3.13) with nothing but
+// Runs a piece of Python source inside another CPython process (3.10-3.13) with nothing but
 // ptrace permission: no debugger, no code written into the target's text. The attach command
 // uses it to start peakline's in-process session in a process peakline did not start
 // (docs/long-running.md, "Attach"; src/peakline/attach.py drives it).
@@ -56,8 +56,12 @@ namespace peakline::attach {
 // Fails when the target is not a CPython process we can read.
 struct TargetInfo {
   std::string python_object;   // the object that defines the C API (executable or libpython)
-  uint64_t version_hex = 0;    // the target's Py_Version (PY_VERSION_HEX); 0 when unknown
+  // The target's Py_Version (PY_VERSION_HEX) on 3.11+; kPython310VersionHex for a 3.10 (known
+  // by the symbols it defines: no Py_Version, but 3.10's PyAIter_Check); 0 when older.
+  uint64_t version_hex = 0;
 };
+// 3.10.0 final: the micro version of a 3.10 target is not known (only major.minor count).
+inline constexpr uint64_t kPython310VersionHex = 0x030A00F0;
 Result<TargetInfo> ProbeTarget(pid_t pid);
 
 struct Injection {

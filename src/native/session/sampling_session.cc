@@ -329,7 +329,7 @@ void SamplingSession::RegisterPythonThreads() {
     const pid_t tid = NativeThreadId(ts);
     if (tid == 0 || tid == own_tid_ || excluded_tids_.count(tid)) continue;
     tstates_[tid] = ts;
-    if (finished_tids_.count(tid)) continue;
+    if (finished_tids_.count(tid) || Queued(tid)) continue;  // Queued: its own slot waits
     auto it = slots_.find(tid);
     ThreadSlot* slot = it == slots_.end() ? Register(tid, true) : it->second;
     if (slot != nullptr) slot->python = true;
@@ -340,7 +340,7 @@ void SamplingSession::RegisterPythonThreads() {
   for (auto& [tid, slot] : slots_) {
     if (tstates_.count(tid)) continue;
     slot->python = false;
-    if (ThreadCpuTimeNs(tid) < 0) gone.push_back(slot);
+    if (ThreadCpuTimeNs(tid) < 0 && !Queued(tid)) gone.push_back(slot);
   }
   for (ThreadSlot* slot : gone) Retire(slot);
   // A finished thread is forgotten once it is gone (its id may then be reused).
@@ -354,18 +354,24 @@ void SamplingSession::ScanNativeThreads(const std::unordered_set<pid_t>& alive) 
   if (alive.empty()) return;  // /proc unreadable (a process always has a thread): change nothing
   for (pid_t tid : alive) {
     if (tid != own_tid_ && !slots_.count(tid) && !IsGpuPoller(tid) && !finished_tids_.count(tid) &&
-        !excluded_tids_.count(tid)) {
+        !excluded_tids_.count(tid) && !Queued(tid)) {
       Register(tid, false);
     }
   }
   std::vector<ThreadSlot*> gone;
   for (auto& [tid, slot] : slots_) {
-    if (!alive.count(tid)) gone.push_back(slot);
+    if (!alive.count(tid) && !Queued(tid)) gone.push_back(slot);
   }
   for (ThreadSlot* slot : gone) Retire(slot);
 }
 
 ThreadSlot* SamplingSession::Register(pid_t tid, bool python, int64_t first_within_ns) {
+  ThreadSlot* slot = NewSlot(tid, python, first_within_ns);
+  if (slot != nullptr) slots_[tid] = slot;
+  return slot;
+}
+
+ThreadSlot* SamplingSession::NewSlot(pid_t tid, bool python, int64_t first_within_ns) {
   if (stopped_) return nullptr;
   const int64_t cpu = ThreadCpuTimeNs(tid);
   if (cpu < 0) return nullptr;
@@ -400,7 +406,6 @@ ThreadSlot* SamplingSession::Register(pid_t tid, bool python, int64_t first_with
   } else {
     ++stats_.timer_errors;
   }
-  slots_[tid] = slot;
   return slot;
 }
 
@@ -555,28 +560,69 @@ void SamplingSession::StitchToMain(pid_t tid, std::vector<uint32_t>* ids,
 }
 
 void SamplingSession::ThreadStarted(pid_t tid) {
-  if (stopped_ || busy_) return;
+  if (stopped_) return;
+  if (busy_) {
+    // The operation under way may be walking slots_: its owner adds the slot when it ends
+    // (EndOperation). The timer runs from now all the same: the samples wait in its ring.
+    pending_thread_events_.push_back(ThreadEvent{
+        .start = true, .tid = tid, .queued = true,
+        .slot = NewSlot(tid, /*python=*/true, kFirstSampleWithinNs)});
+    return;
+  }
   OwnerScope owner(this);
+  CompleteThreadStart(ThreadEvent{.start = true, .tid = tid});
+}
+
+void SamplingSession::CompleteThreadStart(const ThreadEvent& start) {
+  const pid_t tid = start.tid;
   finished_tids_.erase(tid);
   auto it = slots_.find(tid);
   if (it != slots_.end()) Retire(it->second);  // an earlier thread with this id, not yet retired
+  if (start.queued) {  // its slot, made and armed when it started (ThreadStarted)
+    if (start.slot == nullptr) return;
+    slots_[tid] = start.slot;
+    if (stopped_ && start.slot->armed) {  // StopThread has deleted the others' timers
+      timer_delete(start.slot->timer);
+      start.slot->armed = false;
+    }
+    return;
+  }
   // Its first sample within its first 2 ms of CPU: a thread shorter than the interval (a
   // pool task of a few ms, and interpreters get faster) would otherwise go unsampled with
   // probability 1 - cpu/interval, and all of its CPU to threading's frames at its end instead
   // of the function it ran. Each sample charges the CPU since the previous one, so an early
   // first sample moves no time, it only names the function.
-  Register(tid, /*python=*/true, /*first_within_ns=*/2'000'000);
+  Register(tid, /*python=*/true, kFirstSampleWithinNs);
 }
 
 void SamplingSession::ThreadFinishing(pid_t tid) {
-  if (stopped_ || busy_) return;
-  OwnerScope owner(this);
+  if (stopped_) return;
   // No sample after this point: the signal stays blocked for the rest of this thread's life
   // (a few hundred instructions of threading's bookkeeping; a pending one dies with it).
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, config_.signo);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ThreadEvent end{.start = false, .tid = tid, .cpu_ns = ThreadCpuTimeNs(tid)};
+  rusage ru;
+  if (getrusage(RUSAGE_THREAD, &ru) == 0) end.system_ns = cpu::TimevalNs(ru.ru_stime);
+  if (busy_) {
+    // Another operation is suspended in a Python callback (seen on 3.14 under load: the tick
+    // in the file filter while a round of short threads starts and ends). Its owner completes
+    // this end (EndOperation) with what only this thread can read: its times and stack now.
+    RawFrame frames[kMaxFrames];
+    const StackRead r = ReadPythonStack(PyThreadState_Get(), frames, kMaxFrames);
+    end.queued = true;
+    end.frames.assign(frames, frames + r.nframes);
+    pending_thread_events_.push_back(std::move(end));
+    return;
+  }
+  OwnerScope owner(this);
+  CompleteThreadEnd(end);
+}
+
+void SamplingSession::CompleteThreadEnd(const ThreadEvent& end) {
+  const pid_t tid = end.tid;
   // A thread that announced its start has a slot. One without (its start came while another
   // operation was suspended, and no tick has seen it since) was born in the session through
   // the same wrapper: all of its CPU is the session's.
@@ -590,16 +636,15 @@ void SamplingSession::ThreadFinishing(pid_t tid) {
     DrainRing(slot);
   }
   // The CPU since the last sample — all of it for a thread that never got one — goes to the
-  // stack of its last sample, else to its stack now (threading's frames: stitched to where the
-  // main thread is, typically the line that starts or joins it).
-  const int64_t cpu = ThreadCpuTimeNs(tid);
+  // stack of its last sample, else to its stack at its end (threading's frames: stitched to
+  // where the main thread is, typically the line that starts or joins it).
+  const int64_t cpu = end.cpu_ns;
   const int64_t rest = slot != nullptr ? cpu - slot->base_cpu_ns - slot->cpu_ns : cpu;
   if (cpu >= 0 && rest > 0) {
-    rusage ru;
     int64_t system = 0;
     const int64_t last_system = slot != nullptr ? slot->last_system_ns : 0;
-    if (getrusage(RUSAGE_THREAD, &ru) == 0 && last_system >= 0) {
-      system = cpu::TimevalNs(ru.ru_stime) - last_system;
+    if (end.system_ns >= 0 && last_system >= 0) {
+      system = end.system_ns - last_system;
       system = system < 0 ? 0 : (system > rest ? rest : system);
     }
     uint32_t index;
@@ -608,8 +653,13 @@ void SamplingSession::ThreadFinishing(pid_t tid) {
       index = slot->last_stack;
     } else {
       RawFrame frames[kMaxFrames];
-      const StackRead r = ReadPythonStack(PyThreadState_Get(), frames, kMaxFrames);
-      ResolveFrames(frames, r.nframes, &scratch_ids_);
+      const RawFrame* read = end.frames.data();
+      int n = static_cast<int>(end.frames.size());
+      if (!end.queued) {  // this is the thread itself: its stack is current
+        n = ReadPythonStack(PyThreadState_Get(), frames, kMaxFrames).nframes;
+        read = frames;
+      }
+      ResolveFrames(read, n, &scratch_ids_);
       if (!reported_.AnyReported(scratch_ids_)) {
         main_stack_valid_ = false;  // the main thread's stack now (GIL held: it cannot move)
         MainThreadStack(&main_stack_);
@@ -633,6 +683,13 @@ void SamplingSession::ThreadFinishing(pid_t tid) {
   if (slot != nullptr) Retire(slot);
 }
 
+bool SamplingSession::Queued(pid_t tid) const {
+  for (const ThreadEvent& e : pending_thread_events_) {
+    if (e.tid == tid) return true;
+  }
+  return false;
+}
+
 void SamplingSession::DrainAll() {
   bool pending = false;
   for (auto& [tid, slot] : slots_) pending |= !slot->ring.Empty();
@@ -649,7 +706,19 @@ void SamplingSession::EndOperation() {
   // run Python, which can free (keep) more. Still the owner throughout, so nothing else
   // enters; a program that kept freeing code faster than this would leave the rest to the
   // next operation.
-  for (int round = 0; !kept_codes_.empty() && round < 16; ++round) {
+  for (int round = 0; (!kept_codes_.empty() || !pending_thread_events_.empty()) && round < 16;
+       ++round) {
+    // Threads that started or ended meanwhile first, in order (before any kept code object
+    // is freed: a queued stack may name one). Completing them can run Python too.
+    std::vector<ThreadEvent> events;
+    events.swap(pending_thread_events_);
+    for (const ThreadEvent& e : events) {
+      if (e.start) {
+        CompleteThreadStart(e);
+      } else {
+        CompleteThreadEnd(e);
+      }
+    }
     std::vector<PyObject*> batch;
     batch.swap(kept_codes_);
     DrainAll();  // samples that name them resolve now, while the objects are intact

@@ -126,8 +126,11 @@ class SamplingSession {
   const aggregate::TimeBuckets& activity() const { return activity_; }
   int64_t DroppedSamples() const;
 
-  // GIL held, on thread tid itself (profiler.h, ThreadStarted / ThreadFinishing). Skipped
-  // while another operation is suspended (the tick then registers the thread as before).
+  // GIL held, on thread tid itself (profiler.h, ThreadStarted / ThreadFinishing). While
+  // another operation is suspended in a Python callback (its loops may be walking slots_),
+  // the event is queued with what only the thread itself can read at that moment (its CPU
+  // time, its system time, its stack) and that operation completes it when it ends
+  // (EndOperation): a thread that ends then still has its CPU counted to its end.
   void ThreadStarted(pid_t tid) PEAKLINE_REQUIRES(python::gil);
   void ThreadFinishing(pid_t tid) PEAKLINE_REQUIRES(python::gil);
 
@@ -158,6 +161,26 @@ class SamplingSession {
   void EndOperation() PEAKLINE_REQUIRES(python::gil);
   void DrainAll() PEAKLINE_REQUIRES(python::gil);
 
+  // A thread's start or end as ThreadStarted / ThreadFinishing saw it on that thread.
+  struct ThreadEvent {
+    bool start = false;
+    pid_t tid = 0;
+    int64_t cpu_ns = -1;     // end: the thread's CPU time then
+    int64_t system_ns = -1;  // end: its system CPU time then (-1: not known)
+    bool queued = false;                      // completed later, on another thread
+    std::vector<transport::RawFrame> frames;  // end, when queued: its stack then
+    cpu::ThreadSlot* slot = nullptr;          // start, when queued: its slot, timer armed
+  };
+  // Owner only. The work of ThreadStarted / ThreadFinishing; `queued`: done later by the owner
+  // of the operation that was under way (EndOperation), on another thread.
+  void CompleteThreadStart(const ThreadEvent& start) PEAKLINE_REQUIRES(python::gil);
+  void CompleteThreadEnd(const ThreadEvent& end) PEAKLINE_REQUIRES(python::gil);
+  // An event of thread tid waits in pending_thread_events_: no tick registers or retires a
+  // slot for it until then (its own slot, if any, is in the event).
+  bool Queued(pid_t tid) const PEAKLINE_REQUIRES(python::gil);
+  // A thread that announced its start gets its first sample within this much CPU.
+  static constexpr int64_t kFirstSampleWithinNs = 2'000'000;
+
   // The tick thread: takes the GIL every tick_ns (TakeGil), until StopThread.
   void Run() PEAKLINE_EXCLUDES(mu_);
   // Owner only. scan_native: also look for new native threads.
@@ -171,6 +194,9 @@ class SamplingSession {
   // first_within_ns > 0: the first expiry falls in (0, first_within_ns] instead of (0, interval]
   // (a thread announced at its birth: see ThreadStarted).
   cpu::ThreadSlot* Register(pid_t tid, bool python, int64_t first_within_ns = 0);
+  // Register's slot, timer armed, not yet in slots_ (nullptr: stopped, or the thread is gone).
+  // Touches no table: safe while another operation is suspended in a callback.
+  cpu::ThreadSlot* NewSlot(pid_t tid, bool python, int64_t first_within_ns);
   void Retire(cpu::ThreadSlot* slot);
   void MeasureWait(cpu::ThreadSlot* slot, PyThreadState* ts, int64_t now_ns);
   // Charges off_ns of off-CPU time to the thread's own stack `ids` (wait is never stitched),
@@ -229,6 +255,8 @@ class SamplingSession {
   pid_t owner_tid_ PEAKLINE_GUARDED_BY(python::gil) = 0;  // the thread of that operation
   // Freed while busy_: refcount 0, not yet deallocated.
   std::vector<PyObject*> kept_codes_ PEAKLINE_GUARDED_BY(python::gil);
+  // Thread starts and ends announced while busy_, in order (ThreadStarted / ThreadFinishing).
+  std::vector<ThreadEvent> pending_thread_events_ PEAKLINE_GUARDED_BY(python::gil);
 
   Mutex mu_;
   CondVar cv_;  // rung by StopThread

@@ -12,7 +12,7 @@ from peakline import run_options
 from peakline.cli import options as _options
 
 DESCRIPTION = """\
-Attach to a running CPython process (3.11-3.13 through ptrace, 3.14+ through sys.remote_exec),
+Attach to a running CPython process (3.10-3.13 through ptrace, 3.14+ through sys.remote_exec),
 profile it for --duration seconds or until Ctrl-C (or until it exits), detach and write the
 profile. The process keeps running as before. Memory figures count from the attach moment.
 Needs permission to trace the process (same user, or root / CAP_SYS_PTRACE)."""
