@@ -49,7 +49,7 @@ class CoreSection {
   CoreSection() { PyCriticalSection_Begin(&section_, CoreLockObject()); }
   ~CoreSection() { PyCriticalSection_End(&section_); }
 #else
-  CoreSection() = default;
+  CoreSection() {}  // user-provided: a scope object, not an unused variable
 #endif
   CoreSection(const CoreSection&) = delete;
   CoreSection& operator=(const CoreSection&) = delete;
