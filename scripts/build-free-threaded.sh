@@ -13,10 +13,11 @@
 #                          python3.14 source package (apt-get source, in the root)
 # PEAKLINE_FORKY_ROOT      the root (test-all-pythons.sh; prepared by it if missing)
 #
-# Not part of CI's run: on this project's shared 2-core machine the build took ~15 minutes
-# (configure 76 s, make -j2 814 s at nice 19 beside other builds), more than CI's budget
-# leaves. CI tests on 3.14t only where the interpreter is already cached; a session builds
-# it with this script when it can. pip and venv take their pip wheel from the root's
+# Not part of CI's run: on this project's shared 2-core machine this script's build took
+# 563 s (configure, make -j2, install at nice 19 beside other work; 6.1 CPU-minutes in all),
+# and the CPU subset on it another ~3 minutes: more than CI's budget leaves. CI tests on
+# 3.14t only where the interpreter is already cached; a session builds it with this script
+# when it can. pip and venv take their pip wheel from the root's
 # python3-pip-whl (/usr/share/python-wheels), as Debian's own interpreters do.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/test-all-pythons.sh"   # the root, its lock, in_root
