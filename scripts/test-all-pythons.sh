@@ -10,6 +10,9 @@
 # PEAKLINE_FORKY_ROOT      where the root lives and is kept between runs
 #                          (default /var/cache/peakline/forky, outside the checkout)
 # PEAKLINE_CHROOT_PYTHONS  the versions to test (default "3.14 3.15")
+# PEAKLINE_PY314T          a free-threaded CPython 3.14 built by scripts/build-free-threaded.sh
+#                          (default /var/cache/peakline/py314t): where it is, `run` also runs
+#                          the CPU subset on it (FREE_THREADED_TESTS); where not, it says so
 #
 # scripts/test.sh starts `prepare` in the background first thing and `run` at its end, so
 # debootstrap and apt download while the main suite runs. Every mount lives in a private
@@ -19,6 +22,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 ROOT=${PEAKLINE_FORKY_ROOT:-/var/cache/peakline/forky}
+PY314T=${PEAKLINE_PY314T:-/var/cache/peakline/py314t}
 VERSIONS=${PEAKLINE_CHROOT_PYTHONS-3.14 3.15}
 SUITE=forky
 # The measuring subset: CPU split and threads 4:2:1, the 200 MB line, peak, leak vs cache,
@@ -34,6 +38,11 @@ TESTS=(tests/python/test_cpu_accuracy.py tests/python/test_memory_accuracy.py
        tests/python/test_attach.py
        --deselect
        "tests/python/test_attach.py::test_twenty_attach_detach_cycles_leave_output_exit_status_throughput_and_memory")
+# On the free-threaded build: CPU time only (the memory tests skip themselves there).
+FREE_THREADED_TESTS=(tests/python/test_cpu_accuracy.py tests/python/test_free_threaded.py
+       tests/python/test_cli_run.py tests/python/test_api.py tests/python/test_model.py
+       "tests/python/test_processes.py::test_pool_workers_work_shows_on_the_worker_function_lines"
+       "tests/python/test_processes.py::test_process_executor_subprocess_and_fork_keep_results_and_exit_codes")
 # Third-party packages the subset uses; one without a wheel for a version skips only the tests
 # that import it (pytest.importorskip), and this script says so.
 OPTIONAL_PACKAGES=(numpy pandas)
@@ -55,15 +64,18 @@ mirror() {
   echo "${uri:-http://deb.debian.org/debian}"
 }
 
-# Runs a command in the root with /proc and /dev mounted, in a private mount namespace.
+# Runs a command in the root with /proc and /dev mounted, in a private mount namespace (and
+# the cached free-threaded interpreter, if any, at /opt/py314t).
 in_root() {
   unshare --mount --propagation private -- /bin/sh -c '
-    root=$1; shift
+    root=$1 ft=$2; shift 2
     mount -t proc proc "$root/proc" && mount --rbind /dev "$root/dev" &&
+    { [ ! -x "$ft/bin/python3.14t" ] ||
+      { mkdir -p "$root/opt/py314t" && mount --bind "$ft" "$root/opt/py314t"; }; } &&
     exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
       LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 \
       PIP_CERT=/etc/ssl/host-ca-certificates.crt SSL_CERT_FILE=/etc/ssl/host-ca-certificates.crt \
-      PYTHONDONTWRITEBYTECODE=1 "$@"' sh "$ROOT" "$@"
+      PYTHONDONTWRITEBYTECODE=1 "$@"' sh "$ROOT" "$PY314T" "$@"
 }
 
 prepare() {
@@ -103,9 +115,10 @@ prepare() {
   echo "$wanted" > "$ROOT/.peakline-ready"
 }
 
+# run_version LABEL PYTHON [pytest args]: PYTHON is the interpreter's command in the root.
 run_version() {
-  local v=$1
-  shift
+  local v=$1 python=$2
+  shift 2
   local work=/tmp/peakline-$v
   rm -rf "$ROOT$work"
   mkdir -p "$ROOT$work/src"
@@ -119,10 +132,10 @@ run_version() {
   log "CPython $v: build peakline and run the measuring tests (in $ROOT)"
   in_root /bin/bash -c '
     set -u
-    v=$1 work=$2; shift 2
+    v=$1 python=$2 work=$3; shift 3
     cd "$work/src"
-    python$v -VV
-    python$v -m venv "$work/venv" || exit 1
+    $python -VV
+    $python -m venv "$work/venv" || exit 1
     py=$work/venv/bin/python
     $py -m pip install -q pytest hypothesis || exit 1
     for pkg in '"${OPTIONAL_PACKAGES[*]}"'; do
@@ -131,24 +144,35 @@ run_version() {
     done
     $py -m pip install -q . || exit 1
     $py -m pytest -q -rs -p no:cacheprovider "$@"
-  ' sh "$v" "$work" "$@"
+  ' sh "$v" "$python" "$work" "$@"
   local status=$?
   rm -rf "$ROOT$work"
   return $status
 }
 
 run() {
-  [ -n "$VERSIONS" ] || return 0
-  prepare
   local v status=0
-  for v in $VERSIONS; do
-    run_version "$v" "${TESTS[@]}" "$@" || status=1
-  done
+  if [ -n "$VERSIONS" ]; then
+    prepare
+    for v in $VERSIONS; do
+      run_version "$v" "python$v" "${TESTS[@]}" "$@" || status=1
+    done
+  fi
+  # Any prepared root has what 3.14t needs (its runtime libraries, g++, cmake).
+  if [ -x "$PY314T/bin/python3.14t" ] && [ -f "$ROOT/.peakline-ready" ]; then
+    run_version 3.14t /opt/py314t/bin/python3.14t "${FREE_THREADED_TESTS[@]}" "$@" || status=1
+  else
+    log "free-threaded CPython 3.14t not tested: not built here ($PY314T;" \
+        "scripts/build-free-threaded.sh builds it)"
+  fi
   return $status
 }
 
-case "${1:-run}" in
-  prepare) prepare ;;
-  run) shift || true; run "$@" ;;
-  *) echo "usage: $0 [prepare|run [pytest args]]" >&2; exit 2 ;;
-esac
+# Sourced (scripts/build-free-threaded.sh): the functions only.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  case "${1:-run}" in
+    prepare) prepare ;;
+    run) shift || true; run "$@" ;;
+    *) echo "usage: $0 [prepare|run [pytest args]]" >&2; exit 2 ;;
+  esac
+fi

@@ -13,7 +13,16 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+from peakline.session import free_threaded_build
+
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
+
+# Memory profiling is off on a free-threaded CPython (3.14t): a test of memory figures is
+# skipped there (CPU profiling, and the one line saying so, are tested in test_free_threaded).
+needs_memory = pytest.mark.skipif(
+    free_threaded_build(), reason="memory profiling is not available on free-threaded CPython")
 
 
 @dataclass

@@ -10,7 +10,7 @@ import pytest
 
 from peakline.model.phases import phase_fields
 from peakline.session import PhaseRecord
-from peakline_proc import PROGRAMS, marked_lines
+from peakline_proc import PROGRAMS, marked_lines, needs_memory
 
 MB = 1024 * 1024
 
@@ -20,6 +20,7 @@ def _python(args, tmp_path, timeout=120):
                           timeout=timeout, cwd=tmp_path)
 
 
+@needs_memory
 def test_with_block_profiles_a_200_mb_numpy_allocation(tmp_path):
     pytest.importorskip("numpy")
     program = PROGRAMS / "api_numpy_200mb.py"

@@ -19,9 +19,10 @@ import sys
 
 import pytest
 
-from peakline_proc import PROGRAMS, line_record, marked_lines, run_peakline
+from peakline_proc import PROGRAMS, line_record, marked_lines, needs_memory, run_peakline
 
 pytest.importorskip("numpy")
+pytestmark = needs_memory
 
 MiB = 1 << 20
 

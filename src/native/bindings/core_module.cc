@@ -33,6 +33,20 @@ using peakline::session::Snapshot;
 
 namespace {
 
+// The binding of a function that reaches the core's state: F called with the GIL's stand-in
+// held (python/gil.h: nothing on a GIL build, the core's critical section on a free-threaded
+// one).
+template <auto F>
+struct Locked;
+template <typename R, typename... A, R (*F)(A...)>
+struct Locked<F> {
+  static R Call(A... args) {
+    peakline::python::AssumeGilHeld();  // nanobind calls it with the thread attached
+    peakline::python::CoreSection section;
+    return F(std::forward<A>(args)...);
+  }
+};
+
 void ThrowIfFailed(const Status& status) {
   if (!status.ok()) throw std::runtime_error(status.message());
 }
@@ -239,6 +253,10 @@ int ReleasePage(uint64_t address, uint64_t length) {
   return peakline::attach::ReleasePage(address, length).code();
 }
 
+void SetDynamicCodeLocator(nb::object locator) {
+  peakline::python::SetDynamicCodeLocator(locator.is_none() ? nullptr : locator.ptr());
+}
+
 nb::dict Collect() PEAKLINE_REQUIRES(gil) { return ToDict(peakline::session::CollectProfile()); }
 nb::dict CollectRunning() PEAKLINE_REQUIRES(gil) {
   return ToDict(peakline::session::CollectRunningProfile());
@@ -247,35 +265,37 @@ nb::dict CollectRunning() PEAKLINE_REQUIRES(gil) {
 }  // namespace
 
 NB_MODULE(_core, m) {
+#ifdef Py_GIL_DISABLED
+  peakline::python::CoreLockObject();  // made now, on the importing thread
+#endif
   m.doc() = "peakline's C++ measuring core (internal; use the peakline package API)";
-  m.def("start", &Start, nb::arg("cpu_interval_ns"), nb::arg("tick_ns"),
+  m.def("start", &Locked<&Start>::Call, nb::arg("cpu_interval_ns"), nb::arg("tick_ns"),
         nb::arg("sample_native_threads"), nb::arg("main_tid"), nb::arg("call_opcodes"),
         nb::arg("memory") = false, nb::arg("memory_sampling_interval_bytes") = 512 * 1024,
         nb::arg("copy_sampling_interval_bytes") = 2 * 1024 * 1024,
         nb::arg("file_filter") = nb::none(), nb::arg("gpu") = false,
         nb::arg("torch_probe") = nb::none());
-  m.def("stop", &Stop);
-  m.def("active", &peakline::session::ProfilerActive);
-  m.def("thread_started", &peakline::session::ThreadStarted,
+  m.def("stop", &Locked<&Stop>::Call);
+  m.def("active", &Locked<&peakline::session::ProfilerActive>::Call);
+  m.def("thread_started", &Locked<&peakline::session::ThreadStarted>::Call,
         "Called by a new Python thread first thing (session/profiler.h).");
   m.def("remember_native_thread_id", &peakline::cpu::RememberNativeThreadId, nb::arg("ident"),
         nb::arg("native_id"), "threading's ident -> kernel id, for 3.10 (cpu/native_thread_ids.h).");
-  m.def("thread_finishing", &peakline::session::ThreadFinishing,
+  m.def("thread_finishing", &Locked<&peakline::session::ThreadFinishing>::Call,
         "Called by a Python thread last thing (session/profiler.h).");
-  m.def("collect", &Collect);
-  m.def("set_dynamic_code_locator", [](nb::object locator) {
-    peakline::python::SetDynamicCodeLocator(locator.is_none() ? nullptr : locator.ptr());
-  }, nb::arg("locator").none());
-  m.def("collect_running", &CollectRunning,
+  m.def("collect", &Locked<&Collect>::Call);
+  m.def("set_dynamic_code_locator", &Locked<&SetDynamicCodeLocator>::Call,
+        nb::arg("locator").none());
+  m.def("collect_running", &Locked<&CollectRunning>::Call,
         "The running session's data so far, same shape as collect() (session/profiler.h).");
   m.def("raw_fields", &RawFields,
         "{row kind: field names} of the rows collect() returns (peakline/model/raw.py).");
-  m.def("exclude_current_thread", &peakline::session::ExcludeCurrentThread,
+  m.def("exclude_current_thread", &Locked<&peakline::session::ExcludeCurrentThread>::Call,
         "Called by peakline's own Python threads first thing (session/profiler.h).");
-  m.def("reset_after_fork", &peakline::session::ResetAfterForkInChild);
+  m.def("reset_after_fork", &Locked<&peakline::session::ResetAfterForkInChild>::Call);
   m.def("watch_signal", &WatchSignal, nb::arg("signo"),
         "Make sure the Python handler of this signal runs (session/signal_watch.h).");
-  m.def("release_process", &ReleaseProcess, nb::arg("wait_ms"),
+  m.def("release_process", &Locked<&ReleaseProcess>::Call, nb::arg("wait_ms"),
         "After stop: take out the process hooks and the signal handler ('' or why not).");
   m.def("attach_probe", &AttachProbe, nb::arg("pid"),
         "(error, python_object, version_hex) of a process to attach to (attach/ptrace_injector.h).");

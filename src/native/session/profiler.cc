@@ -21,6 +21,7 @@
 #include "python/code_regions.h"
 #include "python/main_stack_cache.h"
 #include "python/python_frames.h"
+#include "python/thread_states.h"
 #include "session/sampling_session.h"
 
 namespace peakline::session {
@@ -75,9 +76,8 @@ bool g_regions_ready PEAKLINE_GUARDED_BY(python::gil) = false;
 std::atomic<PyThreadState*> g_main_tstate{nullptr};
 
 PyThreadState* FindThreadState(pid_t tid) {
-  for (PyThreadState* ts = PyInterpreterState_ThreadHead(PyInterpreterState_Main()); ts != nullptr;
-       ts = PyThreadState_Next(ts)) {
-    if (NativeThreadId(ts) == tid) return ts;
+  for (const auto& [id, ts] : python::ListThreadStates()) {
+    if (id == tid) return ts;
   }
   return nullptr;
 }
@@ -155,6 +155,7 @@ int64_t g_copy_interval = 0;
 
 bool BeforeCodeFreed(PyObject* code) {
   python::AssumeGilHeld();  // the code-object deallocation hook (python/code_resolver.h)
+  python::CoreSection section;
   // A cached reading of the main thread's stack may name this code object; once it is freed
   // such a reading would make other threads' records name freed memory.
   g_main_stack.Invalidate();
@@ -253,13 +254,14 @@ Status StartProfiler(const ProfilerConfig& config) {
   if (!process_hooks.ok()) {
     return process_hooks.WithContext("cannot install the signal and dlsym hooks");
   }
+  // Before the session is set up: the walk may let other entries in (python/thread_states.h).
+  PyThreadState* main_ts = FindThreadState(config.main_tid);
   // A finished session whose operation is still on some stack (stopped from inside one of
   // its own callbacks) is left alive: it resumes when that callback returns.
   if (g_finished != nullptr && !g_finished->busy()) delete g_finished;
   g_finished = nullptr;
   g_session = new SamplingSession(ac);
   g_main_tid = config.main_tid;
-  PyThreadState* main_ts = FindThreadState(config.main_tid);
   g_main_stack.Reset(ReadMainStack, MainCpuNs, main_ts);
   g_main_tstate.store(main_ts, std::memory_order_relaxed);
   InstallCodeDeallocHook(BeforeCodeFreed);

@@ -20,6 +20,7 @@
 #include "cpu/thread_cpu_timer.h"
 #include "hooks/allocation_hooks.h"
 #include "python/python_frames.h"
+#include "python/thread_states.h"
 #include "session/own_threads.h"
 #include "session/signal_watch.h"
 
@@ -323,10 +324,11 @@ void SamplingSession::Tick(bool measure_wait, bool scan_native) {
 }
 
 void SamplingSession::RegisterPythonThreads() {
+  // First: on a free-threaded build the walk may wait for the list's lock, letting other
+  // entries in (python/thread_states.h).
+  const auto threads = python::ListThreadStates();
   tstates_.clear();
-  for (PyThreadState* ts = PyInterpreterState_ThreadHead(PyInterpreterState_Main()); ts != nullptr;
-       ts = PyThreadState_Next(ts)) {
-    const pid_t tid = NativeThreadId(ts);
+  for (const auto& [tid, ts] : threads) {
     if (tid == 0 || tid == own_tid_ || excluded_tids_.count(tid)) continue;
     tstates_[tid] = ts;
     if (finished_tids_.count(tid) || Queued(tid)) continue;  // Queued: its own slot waits
