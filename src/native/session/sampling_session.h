@@ -168,7 +168,7 @@ class SamplingSession {
     int64_t cpu_ns = -1;     // end: the thread's CPU time then
     int64_t system_ns = -1;  // end: its system CPU time then (-1: not known)
     bool queued = false;                      // completed later, on another thread
-    std::vector<transport::RawFrame> frames;  // end, when queued: its stack then
+    std::vector<transport::RawFrame> frames{};  // end, when queued: its stack then
     cpu::ThreadSlot* slot = nullptr;          // start, when queued: its slot, timer armed
   };
   // Owner only. The work of ThreadStarted / ThreadFinishing; `queued`: done later by the owner
