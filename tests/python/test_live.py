@@ -27,7 +27,8 @@ pytestmark = [
 pytest.importorskip("rich")
 
 # A calibration program: one line takes nearly all the CPU; it runs until the test creates
-# the file argv[1], prints on its way in and out, and ends with status 3.
+# the file argv[1] (or for 5 minutes at most: a test run killed half-way must not leave it
+# spinning), prints on its way in and out, and ends with status 3.
 CALIBRATION = textwrap.dedent("""\
     import os, sys, time
     def spin(n):
@@ -36,8 +37,8 @@ CALIBRATION = textwrap.dedent("""\
             s += i * i  # LINE hot
         return s
     print("started", flush=True)
-    rounds = 0
-    while not os.path.exists(sys.argv[1]):
+    rounds, give_up = 0, time.monotonic() + 300
+    while not os.path.exists(sys.argv[1]) and time.monotonic() < give_up:
         spin(20_000)
         rounds += 1
     print("finished", rounds, flush=True)
