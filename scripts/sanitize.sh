@@ -13,7 +13,7 @@
 #
 # The first pass builds the core's libraries with Clang (apt package clang), -Wthread-safety
 # and every finding an error (-DPEAKLINE_THREAD_SAFETY_ERRORS=ON): the lock and GIL rules
-# the code states as annotations (src/native/base/thread_annotations.h) are checked there.
+# the code states as annotations (src/native/sync/thread_annotations.h) are checked there.
 # The sanitizer passes use the default compiler: Clang links its sanitizer runtime into each
 # executable, where the tests that locate libc's code (code regions, symbol patcher, hooks)
 # would find malloc and qsort.

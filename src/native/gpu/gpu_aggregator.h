@@ -35,9 +35,9 @@
 #include <vector>
 
 #include "aggregate/stack_table.h"
-#include "base/thread_annotations.h"
 #include "gpu/nvml_poller.h"
 #include "python/gil.h"
+#include "sync/thread_annotations.h"
 
 namespace peakline::gpu {
 

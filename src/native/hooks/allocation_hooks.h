@@ -23,9 +23,9 @@
 #include <cstdint>
 #include <string>
 
-#include "base/status.h"
 #include "hooks/hook_thread_state.h"
 #include "memory/heap_counters.h"
+#include "status/status.h"
 #include "transport/mpsc_ring.h"
 #include "transport/sample_record.h"
 
