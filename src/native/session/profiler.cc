@@ -144,8 +144,7 @@ int CaptureMemoryStack(RawFrame* frames, int max_frames) {
   PyThreadState* ts = PyGILState_GetThisThreadState();
   int n = 0;
   if (ts != nullptr) n = ReadPythonStack(ts, frames, OwnBudget(ts, max_frames)).nframes;
-  n += AppendMainThreadStack(ts, frames, n, max_frames);
-  return ts == nullptr && n == 0 ? -1 : n;
+  return n + AppendMainThreadStack(ts, frames, n, max_frames);
 }
 
 bool g_memory_on = false;
