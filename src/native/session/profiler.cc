@@ -295,6 +295,7 @@ Status StopProfiler() {
     hooks::UninstallPyMemHooks();
     hooks::StopMemoryHooks();
   }
+  g_session->StopTimers();
   Py_BEGIN_ALLOW_THREADS
   g_session->StopThread();
   Py_END_ALLOW_THREADS
@@ -345,7 +346,7 @@ namespace {
 // Copies the aggregates of `session` (finished, or running with the GIL held and no operation
 // of this thread under way): plain C++ data only, no call into Python, so nothing can change
 // the tables while they are read.
-Snapshot SnapshotOf(const SamplingSession* session);
+Snapshot SnapshotOf(const SamplingSession* session) PEAKLINE_REQUIRES(python::gil);
 
 }  // namespace
 

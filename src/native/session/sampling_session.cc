@@ -198,7 +198,12 @@ void SamplingSession::StopThread() {
   if (gpu_) gpu_->StopThread();
   if (memory_) memory_->StopStaging();
   thread_started_ = false;
+}
+
+void SamplingSession::StopTimers() {
   stopped_ = true;
+  // No iterator of an operation suspended in a Python callback is invalidated: the walk
+  // changes no entry of the table.
   for (auto& [tid, slot] : slots_) {
     if (slot->armed) {
       timer_delete(slot->timer);
@@ -583,7 +588,7 @@ void SamplingSession::CompleteThreadStart(const ThreadEvent& start) {
   if (start.queued) {  // its slot, made and armed when it started (ThreadStarted)
     if (start.slot == nullptr) return;
     slots_[tid] = start.slot;
-    if (stopped_ && start.slot->armed) {  // StopThread has deleted the others' timers
+    if (stopped_ && start.slot->armed) {  // StopTimers has deleted the others' timers
       timer_delete(start.slot->timer);
       start.slot->armed = false;
     }
@@ -746,6 +751,11 @@ bool SamplingSession::BeforeCodeFreed(PyObject* code) {
   }
   OwnerScope owner(this);
   return true;
+}
+
+ThreadSlot* SamplingSession::SlotForTesting(pid_t tid) {
+  auto it = slots_.find(tid);
+  return it != slots_.end() ? it->second : Register(tid, /*python=*/false);
 }
 
 std::vector<ThreadSummary> SamplingSession::Threads() const {

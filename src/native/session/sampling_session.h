@@ -100,7 +100,13 @@ class SamplingSession {
 
   // GIL held. Registers the calling thread's interpreter threads and starts the tick thread.
   void Start() PEAKLINE_REQUIRES(python::gil);
-  // Called WITHOUT the GIL: stops and joins the tick thread, deletes all timers.
+  // The stop, in three steps (session/profiler.cc, StopProfiler):
+  // GIL held: from now on no thread is registered (no new timer), no catch-up tick runs and
+  // a thread's start or end is not recorded; every timer is deleted.
+  void StopTimers() PEAKLINE_REQUIRES(python::gil);
+  // Called WITHOUT the GIL, after StopTimers: stops and joins the tick thread and the GPU and
+  // memory staging threads. It touches nothing the GIL guards: a Python thread may hold the
+  // GIL meanwhile (and start a thread, or snapshot the profile).
   void StopThread();
   // GIL held: final wait measurement and drain of everything still queued.
   void Drain(bool measure_wait) PEAKLINE_REQUIRES(python::gil);
@@ -121,10 +127,10 @@ class SamplingSession {
   // An operation is under way (maybe suspended).
   bool busy() const PEAKLINE_REQUIRES(python::gil) { return busy_; }
   const SamplingSessionConfig& config() const { return config_; }
-  std::vector<ThreadSummary> Threads() const;
+  std::vector<ThreadSummary> Threads() const PEAKLINE_REQUIRES(python::gil);
   // When the process used its CPU and which line its main thread was on (time_buckets.h).
   const aggregate::TimeBuckets& activity() const { return activity_; }
-  int64_t DroppedSamples() const;
+  int64_t DroppedSamples() const PEAKLINE_REQUIRES(python::gil);
 
   // GIL held, on thread tid itself (profiler.h, ThreadStarted / ThreadFinishing). While
   // another operation is suspended in a Python callback (its loops may be walking slots_),
@@ -139,6 +145,12 @@ class SamplingSession {
   // resolves every pending sample while the object is intact, then frees it
   // (EndOperation).
   bool BeforeCodeFreed(PyObject* code) PEAKLINE_REQUIRES(python::gil);
+
+  // Unit tests only (tests/native/session_harness.h), GIL held: thread tid's slot, registered
+  // now if it has none; nullptr if tid is not a live thread of this process. The test writes
+  // synthetic sample records into its ring, as the signal handler would, and the next tick
+  // (or the operation a code object's deallocation starts) drains them.
+  cpu::ThreadSlot* SlotForTesting(pid_t tid) PEAKLINE_REQUIRES(python::gil);
 
  private:
   // One operation (a tick, the final drain, a code-object free) owns the session for its
@@ -193,11 +205,13 @@ class SamplingSession {
   }
   // first_within_ns > 0: the first expiry falls in (0, first_within_ns] instead of (0, interval]
   // (a thread announced at its birth: see ThreadStarted).
-  cpu::ThreadSlot* Register(pid_t tid, bool python, int64_t first_within_ns = 0);
+  cpu::ThreadSlot* Register(pid_t tid, bool python, int64_t first_within_ns = 0)
+      PEAKLINE_REQUIRES(python::gil);
   // Register's slot, timer armed, not yet in slots_ (nullptr: stopped, or the thread is gone).
   // Touches no table: safe while another operation is suspended in a callback.
-  cpu::ThreadSlot* NewSlot(pid_t tid, bool python, int64_t first_within_ns);
-  void Retire(cpu::ThreadSlot* slot);
+  cpu::ThreadSlot* NewSlot(pid_t tid, bool python, int64_t first_within_ns)
+      PEAKLINE_REQUIRES(python::gil);
+  void Retire(cpu::ThreadSlot* slot) PEAKLINE_REQUIRES(python::gil);
   void MeasureWait(cpu::ThreadSlot* slot, PyThreadState* ts, int64_t now_ns);
   // Charges off_ns of off-CPU time to the thread's own stack `ids` (wait is never stitched),
   // and notes it for the run-delay split. from_sample: by one of its samples (it ran).
@@ -228,7 +242,8 @@ class SamplingSession {
   std::unique_ptr<gpu::GpuAggregator> gpu_;
   SamplingSessionStats stats_;
 
-  std::unordered_map<pid_t, cpu::ThreadSlot*> slots_;  // live and retired-but-draining slots
+  // Live and retired-but-draining slots.
+  std::unordered_map<pid_t, cpu::ThreadSlot*> slots_ PEAKLINE_GUARDED_BY(python::gil);
   std::unordered_map<pid_t, PyThreadState*> tstates_;  // refreshed every tick
   std::vector<ThreadSummary> retired_;
   pid_t own_tid_ = 0;
@@ -261,7 +276,7 @@ class SamplingSession {
   Mutex mu_;
   CondVar cv_;  // rung by StopThread
   bool stop_ PEAKLINE_GUARDED_BY(mu_) = false;
-  bool stopped_ = false;  // after StopThread: no new timers (tick thread/GIL-owned)
+  bool stopped_ PEAKLINE_GUARDED_BY(python::gil) = false;  // after StopTimers: no new timers
   std::atomic<bool> thread_started_{false};
   std::thread thread_;
 };
