@@ -71,18 +71,27 @@ struct SamplingSessionConfig : ProfilerConfig {
   std::unordered_set<pid_t> excluded_tids;  // peakline's own Python threads: never registered
 };
 
+// The session's counters, declared once: X(name) for each expands to the struct's field and to
+// the entry of the profile's sampling statistics under the same name (session/profiler.cc,
+// SnapshotOf). dropped_samples is apart: the statistics add the live slots' drops to it
+// (DroppedSamples).
+#define PEAKLINE_SAMPLING_SESSION_STATS(X)                                                  \
+  X(cpu_samples)                                                                            \
+  X(wait_samples)                                                                           \
+  X(invalid_frames)                                                                         \
+  X(truncated_stacks)                                                                       \
+  X(ticks)                                                                                  \
+  X(timer_errors)                                                                           \
+  X(skipped_ticks)       /* the tick found another operation suspended in Python */        \
+  X(deferred_code_frees) /* code objects freed while an operation was suspended */          \
+  X(finished_threads)    /* threads whose CPU after their last sample was added */          \
+  X(run_delay_readings)  /* reads of a thread's schedstat (SplitRunDelay) */
+
 struct SamplingSessionStats {
-  int64_t cpu_samples = 0;
-  int64_t wait_samples = 0;
-  int64_t dropped_samples = 0;
-  int64_t invalid_frames = 0;
-  int64_t truncated_stacks = 0;
-  int64_t ticks = 0;
-  int64_t timer_errors = 0;
-  int64_t skipped_ticks = 0;          // the tick found another operation suspended in Python
-  int64_t deferred_code_frees = 0;    // code objects freed while an operation was suspended
-  int64_t finished_threads = 0;       // threads whose CPU after their last sample was added
-  int64_t run_delay_readings = 0;     // reads of a thread's schedstat (SplitRunDelay)
+#define PEAKLINE_STATS_FIELD(name) int64_t name = 0;
+  PEAKLINE_SAMPLING_SESSION_STATS(PEAKLINE_STATS_FIELD)
+#undef PEAKLINE_STATS_FIELD
+  int64_t dropped_samples = 0;  // by retired slots
 };
 
 struct ThreadSummary {
