@@ -16,11 +16,7 @@ class CpuAggregationTest : public SessionHarness {
  protected:
   void SetUp() override {
     SessionHarness::SetUp();
-    ASSERT_FALSE(Call(user_, "site_a"));  // records "a": user.py:2
-    ASSERT_FALSE(Call(user_, "site_b"));  // "b": user.py:4
-    ASSERT_FALSE(Call(user_, "site_shared", "(i)", 1));  // "shared1": lib.py:2 under user.py:6
-    ASSERT_FALSE(Call(lib_, "via_one", "(s)", "lib"));   // "lib": lib.py:2 alone
-    ASSERT_FALSE(Call(user_, "main_now"));  // "main": user.py:12
+    ASSERT_NO_FATAL_FAILURE(RecordStacks());
   }
   void TearDown() override {
     SessionHarness::TearDown();  // the slot's timer goes before its thread

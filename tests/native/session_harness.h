@@ -238,6 +238,18 @@ class SessionHarness : public testing::Test {
     return truth;
   }
 
+  // Records the stacks the tests name: "a" (user.py:2), "b" (user.py:4), "shared1" (lib.py:2
+  // under user.py:6), "shared2" (lib.py:4 under user.py:6), "lib" (lib.py:2 alone) and
+  // "main" (user.py:12).
+  static void RecordStacks() {
+    ASSERT_FALSE(Call(user_, "site_a"));
+    ASSERT_FALSE(Call(user_, "site_b"));
+    ASSERT_FALSE(Call(user_, "site_shared", "(i)", 1));
+    ASSERT_FALSE(Call(user_, "site_shared", "(i)", 0));
+    ASSERT_FALSE(Call(lib_, "via_one", "(s)", "lib"));
+    ASSERT_FALSE(Call(user_, "main_now"));
+  }
+
   // What harness.py logged since the last call (and forgets it).
   static std::vector<std::string> TakeLog() {
     std::vector<std::string> out;
@@ -280,14 +292,13 @@ class SessionHarness : public testing::Test {
                      uint8_t flags = 0, int32_t invalid_frames = 0) {
     cpu::ThreadSlot* slot = current_->SlotForTesting(tid);
     ASSERT_NE(slot, nullptr) << "thread " << tid << " cannot be registered";
-    transport::SampleHeader h{};
-    h.cpu_delta_ns = cpu_ns;
-    h.system_delta_ns = system_ns;
-    h.nframes = static_cast<uint16_t>(frames.size());
-    h.kind = kind;
-    h.flags = flags;
-    h.invalid_frames = invalid_frames;
-    h.wall_ns = wall_ns;
+    const transport::SampleHeader h{.cpu_delta_ns = cpu_ns,
+                                    .system_delta_ns = system_ns,
+                                    .nframes = static_cast<uint16_t>(frames.size()),
+                                    .kind = kind,
+                                    .flags = flags,
+                                    .invalid_frames = invalid_frames,
+                                    .wall_ns = wall_ns};
     static const RawFrame kNone[1] = {};
     EXPECT_TRUE(slot->ring.TryWrite(&h, sizeof(h), frames.empty() ? kNone : frames.data(),
                                     static_cast<uint32_t>(frames.size() * sizeof(RawFrame))))
