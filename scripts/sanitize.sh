@@ -6,6 +6,7 @@
 #                                       # ASan+UBSan (build/native-asan), then TSan (build/native-tsan)
 #   bash scripts/sanitize.sh --asan     # only ASan+UBSan
 #   bash scripts/sanitize.sh --tsan     # only TSan
+#   bash scripts/sanitize.sh --thread-safety  # only the Clang thread-safety check
 #   JOBS=4 bash scripts/sanitize.sh     # parallel build jobs (default: nproc)
 #
 # Extra arguments after `--` go to ctest (e.g. `-- -R SpscRing`). Exits non-zero if any
@@ -29,8 +30,9 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --asan) run_tsan=0 ;;
     --tsan) run_asan=0 ;;
+    --thread-safety) run_asan=0; run_tsan=0 ;;
     --) shift; ctest_args=("$@"); break ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "sanitize.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
