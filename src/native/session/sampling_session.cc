@@ -603,7 +603,10 @@ void SamplingSession::CompleteThreadStart(const ThreadEvent& start) {
 }
 
 void SamplingSession::ThreadFinishing(pid_t tid) {
-  if (stopped_) return;
+  // Also while the session stops (after StopTimers): a thread that ends then (a pool the
+  // program shut down on its way out) is accounted as it would be before, and its slot
+  // retired.
+
   // No sample after this point: the signal stays blocked for the rest of this thread's life
   // (a few hundred instructions of threading's bookkeeping; a pending one dies with it).
   sigset_t set;

@@ -110,8 +110,8 @@ class SamplingSession {
   // GIL held. Registers the calling thread's interpreter threads and starts the tick thread.
   void Start() PEAKLINE_REQUIRES(python::gil);
   // The stop, in three steps (session/profiler.cc, StopProfiler):
-  // GIL held: from now on no thread is registered (no new timer), no catch-up tick runs and
-  // a thread's start or end is not recorded; every timer is deleted.
+  // GIL held: from now on no thread is registered (no new timer: a thread's start is not
+  // recorded, its end still is) and no catch-up tick runs; every timer is deleted.
   void StopTimers() PEAKLINE_REQUIRES(python::gil);
   // Called WITHOUT the GIL, after StopTimers: stops and joins the tick thread and the GPU and
   // memory staging threads. It touches nothing the GIL guards: a Python thread may hold the
