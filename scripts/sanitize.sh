@@ -6,14 +6,17 @@
 #                                       # ASan+UBSan (build/native-asan), then TSan (build/native-tsan)
 #   bash scripts/sanitize.sh --asan     # only ASan+UBSan
 #   bash scripts/sanitize.sh --tsan     # only TSan
+#   bash scripts/sanitize.sh --thread-safety  # only the Clang thread-safety check
 #   JOBS=4 bash scripts/sanitize.sh     # parallel build jobs (default: nproc)
 #
 # Extra arguments after `--` go to ctest (e.g. `-- -R SpscRing`). Exits non-zero if any
 # configure, build or test step fails; every pass runs even if an earlier one fails.
 #
-# The first pass builds the core's libraries with Clang (apt package clang), -Wthread-safety
-# and every finding an error (-DPEAKLINE_THREAD_SAFETY_ERRORS=ON): the lock and GIL rules
-# the code states as annotations (src/native/base/thread_annotations.h) are checked there.
+# The first pass builds the core's libraries and the extension's binding with Clang (apt
+# package clang), -Wthread-safety and every finding an error
+# (-DPEAKLINE_THREAD_SAFETY_ERRORS=ON): the lock and GIL rules the code states as annotations
+# (src/native/sync/thread_annotations.h) are checked there. The binding needs nanobind in the
+# Python the build finds (PYTHON=venv/bin/python picks one).
 # The sanitizer passes use the default compiler: Clang links its sanitizer runtime into each
 # executable, where the tests that locate libc's code (code regions, symbol patcher, hooks)
 # would find malloc and qsort.
@@ -27,8 +30,9 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --asan) run_tsan=0 ;;
     --tsan) run_asan=0 ;;
+    --thread-safety) run_asan=0; run_tsan=0 ;;
     --) shift; ctest_args=("$@"); break ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "sanitize.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -46,7 +50,8 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_stack_use_after_ret
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
 
-# The thread-safety check: Clang, the core's libraries only (the analysis is at compile time).
+# The thread-safety check: Clang, the core's libraries and the binding (the analysis is at
+# compile time: nothing runs).
 thread_safety_pass() {
   local dir="build/native-tsa"
   printf '\n== thread safety: Clang -Werror=thread-safety in %s\n' "$dir"
@@ -54,10 +59,15 @@ thread_safety_pass() {
     echo "sanitize.sh: needs clang and clang++ (Debian/Ubuntu: apt-get install clang)" >&2
     return 1
   fi
+  if ! "${PYTHON:-python3}" -c 'import nanobind' >/dev/null 2>&1; then
+    echo "sanitize.sh: the binding's check needs nanobind in ${PYTHON:-python3}" \
+         "(pip install nanobind, or PYTHON=a venv's python)" >&2
+    return 1
+  fi
   cmake -S . -B "$dir" "${GENERATOR[@]}" "${PY_ARGS[@]}" \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPEAKLINE_THREAD_SAFETY_ERRORS=ON \
-    -DPEAKLINE_BUILD_TESTS=ON || return 1
-  cmake --build "$dir" -j"$JOBS" --target peakline_base peakline_cpython || return 1
+    -DPEAKLINE_BUILD_TESTS=ON -DPEAKLINE_BUILD_EXTENSION=ON || return 1
+  cmake --build "$dir" -j"$JOBS" --target peakline_base peakline_cpython _core || return 1
 }
 
 # pass NAME SANITIZERS

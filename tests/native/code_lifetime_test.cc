@@ -1,7 +1,8 @@
 // Code-object lifetime in a sampling session (python/code_resolver.h, InstallCodeDeallocHook;
-// SamplingSession::BeforeCodeFreed): queued events hold raw code-object pointers, so a code
-// object that dies is kept until the events that may name it are resolved. Driven by hand in
-// an embedded interpreter (session_harness.h) with the deallocation hook installed.
+// SamplingSession::BeforeCodeFreed): queued memory events and CPU samples hold raw
+// code-object pointers, so a code object that dies is kept until the records that may name it
+// are resolved. Driven by hand in an embedded interpreter (session_harness.h) with the
+// deallocation hook installed.
 #include <algorithm>
 
 #include "session_harness.h"
@@ -10,6 +11,7 @@ namespace peakline::session {
 namespace {
 
 using Strings = std::vector<std::string>;
+using transport::SampleKind;
 
 class CodeLifetimeTest : public SessionHarness {
  protected:
@@ -34,6 +36,7 @@ class CodeLifetimeTest : public SessionHarness {
 
   static inline std::vector<const void*> freed_;  // every code object the hook saw die
   const pid_t main_ = CurrentTid();
+  BlockedThread worker_;  // a thread other than the main one, for CPU samples
 };
 
 TEST_F(CodeLifetimeTest, AnEventNamingACodeObjectThatDiesResolvesBeforeTheObjectIsFreed) {
@@ -82,6 +85,52 @@ TEST_F(CodeLifetimeTest, AnEventTakenDuringTheDeallocationLosesTheDeadFrameOnly)
   ASSERT_TRUE(Call(user_, "tick_x"));
   EXPECT_EQ(AllocStacks(main_), (std::vector<Strings>{{"harness.py:6"}}));
   EXPECT_EQ(session_->memory()->invalid_events(), 1);
+}
+
+TEST_F(CodeLifetimeTest, ASampleNamingACodeObjectThatDiesResolvesBeforeTheObjectIsFreed) {
+  ASSERT_FALSE(Call(harness_, "make_code", "(ss)", kDoomedPy, "doomed"));
+  const void* doomed = Own("doomed").at(0).code;
+  Sample(main_, SampleKind::kPython, 3 * kMs, 0, Own("doomed"));  // queued, naming doomed()
+  ASSERT_FALSE(Call(harness_, "free_codes"));  // its last reference goes
+  ASSERT_TRUE(WasFreed(doomed));
+  ASSERT_TRUE(Call(harness_, "freed"));
+  // Drained by the deallocation's own operation, before the object went.
+  EXPECT_EQ(CpuStacks(main_), (std::vector<Strings>{{"dynamic.py:2", "harness.py:6"}}));
+  EXPECT_EQ(session_->stats().invalid_frames, 0);
+  EXPECT_EQ(session_->stats().deferred_code_frees, 0);  // nothing else was under way
+}
+
+TEST_F(CodeLifetimeTest, ACodeObjectThatDiesWhileATickIsSuspendedIsKeptUntilItsSamplesResolve) {
+  ASSERT_FALSE(Call(harness_, "make_code", "(ss)", kDoomedPy, "doomed"));
+  ASSERT_FALSE(Call(user_, "site_a"));
+  // In the tick, the worker's first sample asks the file filter (Python) whether its stack
+  // is the user's (StitchToMain), and the filter drops doomed()'s last reference; the second
+  // sample, behind it, names doomed().
+  Sample(worker_.tid(), SampleKind::kPython, 2 * kMs, 0, Own("a"));
+  Sample(worker_.tid(), SampleKind::kPython, 4 * kMs, 0, Own("doomed"));
+  ASSERT_FALSE(Call(harness_, "free_codes_at_next_filter_call"));
+  TakeLog();
+  ASSERT_TRUE(Call(user_, "tick_x"));
+  const Strings log = TakeLog();
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(log.front(), "asked user.py");
+  EXPECT_EQ(log.back(), "freed doomed");  // once the tick was done with the sample naming it
+  EXPECT_EQ(session_->stats().deferred_code_frees, 1);
+  EXPECT_TRUE(Call(harness_, "freed"));
+  EXPECT_EQ(CpuStacks(worker_.tid()),
+            (std::vector<Strings>{{"user.py:2"}, {"dynamic.py:2", "harness.py:6"}}));
+  EXPECT_EQ(Stack(worker_.tid(), {"dynamic.py:2", "harness.py:6"}).cpu_python_ns, 4 * kMs);
+  EXPECT_EQ(session_->stats().invalid_frames, 0);
+}
+
+TEST_F(CodeLifetimeTest, ASampleTakenDuringTheDeallocationLosesTheDeadFrameOnly) {
+  // The deallocation itself queues a sample whose stack names the dying doomed(): that frame
+  // must not be resolved through the freed object; the rest of its stack is.
+  ASSERT_FALSE(Call(harness_, "make_code", "(ssii)", kDoomedPy, "doomed", 0, 1));
+  ASSERT_FALSE(Call(harness_, "free_codes"));
+  ASSERT_TRUE(Call(harness_, "freed"));
+  EXPECT_EQ(CpuStacks(main_), (std::vector<Strings>{{"harness.py:6"}}));
+  EXPECT_EQ(session_->stats().invalid_frames, 1);
 }
 
 }  // namespace

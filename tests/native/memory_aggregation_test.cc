@@ -13,16 +13,8 @@ class MemoryAggregationTest : public SessionHarness {
  protected:
   void SetUp() override {
     SessionHarness::SetUp();
-    ASSERT_FALSE(Call(user_, "site_a"));  // records "a": user.py:2
-    ASSERT_FALSE(Call(user_, "site_b"));  // "b": user.py:4
-    ASSERT_FALSE(Call(user_, "site_shared", "(i)", 1));  // "shared1": lib.py:2 under user.py:6
-    ASSERT_FALSE(Call(user_, "site_shared", "(i)", 0));  // "shared2": lib.py:4 under user.py:6
-    ASSERT_FALSE(Call(lib_, "via_one", "(s)", "lib"));   // "lib": lib.py:2 alone
-    ASSERT_FALSE(Call(user_, "main_now"));  // "main": user.py:12
+    ASSERT_NO_FATAL_FAILURE(RecordStacks());
   }
-  // A native allocation by a thread without a Python thread state (a BLAS or torch worker).
-  static constexpr uint8_t kNoPythonThread =
-      transport::kDomainNative | transport::kFlagNoPythonThread;
   const pid_t main_ = CurrentTid();
   const Strings a_{"user.py:2"};
   const Strings b_{"user.py:4"};
@@ -106,7 +98,7 @@ TEST_F(MemoryAggregationTest, AnotherThreadsAllocationIsChargedToTheMainStackRec
   ASSERT_TRUE(Call(user_, "tick_x"));  // the previous tick: the main thread on user.py:8
   // A worker without Python frames allocates while the main thread is on user.py:12 (the hook
   // appends the main thread's stack read then, as AsMain("main") holds it) ...
-  Alloc(kWorker, 0x1000, 64, AsMain("main"), kNoPythonThread);
+  Alloc(kWorker, 0x1000, 64, AsMain("main"), transport::kDomainNative);
   ASSERT_TRUE(Call(user_, "tick_y"));  // ... and it is drained with the main thread on user.py:10.
   EXPECT_EQ(AllocStacks(kWorker), (std::vector<Strings>{{"user.py:12"}}));
   EXPECT_EQ(Stack(kWorker, {"user.py:12"}).alloc_native_bytes, 64);
@@ -115,7 +107,7 @@ TEST_F(MemoryAggregationTest, AnotherThreadsAllocationIsChargedToTheMainStackRec
 
 TEST_F(MemoryAggregationTest, WithoutTheMainStackOfItsTimeItGoesToTheStackOfThePreviousTick) {
   ASSERT_TRUE(Call(user_, "tick_x"));  // user.py:8
-  Alloc(kWorker, 0x1000, 64, {}, kNoPythonThread);
+  Alloc(kWorker, 0x1000, 64, {}, transport::kDomainNative);
   ASSERT_TRUE(Call(user_, "tick_y"));  // drained on user.py:10
   EXPECT_EQ(AllocStacks(kWorker), (std::vector<Strings>{{"user.py:8"}}));
 }

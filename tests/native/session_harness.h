@@ -4,14 +4,16 @@
 // Real: the interpreter, its code objects, and the frames — read from Python functions the
 // tests call, by the same readers the signal handler and the allocation hooks use (a thread's
 // own stack, and the main thread's stack as another thread reads it); the session's code
-// resolver, file filter, stitching to the main thread, memory aggregation and, when a test
-// installs it, the code-object deallocation hook. Synthetic: the memory events. The test
-// writes them into a ring of its own (SamplingSessionConfig::memory_events), in the order it
-// chooses, and a tick drains them — called from Python, so that the main thread is on a known
-// line when it runs.
+// resolver, file filter, stitching to the main thread, CPU and memory aggregation and, when
+// a test installs it, the code-object deallocation hook. Synthetic: the memory events and the
+// CPU samples. The test writes memory events into a ring of its own
+// (SamplingSessionConfig::memory_events), and CPU samples into the ring of a thread's slot
+// (SamplingSession::SlotForTesting), in the order it chooses, with the times it chooses; a
+// tick drains them — called from Python, so that the main thread is on a known line when it
+// runs.
 //
-// The session is never started (no tick thread, no stager thread); its main thread is the
-// test's. Its first tick arms a CPU timer for it, with a signal whose default action is to
+// The session is not started (no tick thread, no stager thread) unless a test starts it; its
+// main thread is the test's. Its first tick arms a CPU timer for it, with a signal whose default action is to
 // ignore it (SIGURG) and an hour-long interval: no sample ever disturbs a test.
 #ifndef PEAKLINE_TESTS_NATIVE_SESSION_HARNESS_H_
 #define PEAKLINE_TESTS_NATIVE_SESSION_HARNESS_H_
@@ -23,11 +25,15 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -37,6 +43,7 @@
 #include "python/python_frames.h"
 #include "transport/memory_event.h"
 #include "transport/mpsc_ring.h"
+#include "transport/sample_record.h"
 
 namespace peakline::session {
 
@@ -49,6 +56,8 @@ using cpu::MonotonicNowNs;
 using transport::MemoryEventType;
 using transport::MpscRing;
 using transport::RawFrame;
+
+inline constexpr int64_t kMs = 1'000'000;
 
 // The programs the tests run. Lines are named by the tests as "file:line": keep them in sync.
 // lib.py is a library (not the user's code); user.py and dynamic.py are the user's.
@@ -77,11 +86,12 @@ def main_now():
 // function's code object, in `kept`; free_codes drops it (the last reference: the object is
 // deallocated then and there). The deallocation runs a weak-reference callback, as it would
 // any code run during it (a sample, an allocation): it logs "freed NAME" and, with
-// push_when_freed, queues an allocation event with the stack recorded under `name`. The file
+// push_when_freed, queues an allocation event with the stack recorded under `name` (and with
+// sample_when_freed, a CPU sample of the main thread with that stack). The file
 // filter, reported(), logs "asked FILE" for every file it is asked about.
 inline constexpr const char* kHarnessPy = R"PY(import weakref
 kept, refs, on_filter, log = [], [], [], []
-def make_code(src, name, push_when_freed=False):
+def make_code(src, name, push_when_freed=False, sample_when_freed=False):
     ns = {}
     exec(compile(src, "dynamic.py", "exec"), ns)
     ns[name]()
@@ -91,6 +101,8 @@ def make_code(src, name, push_when_freed=False):
         log.append("freed " + name)
         if push_when_freed:
             alloc(name, 0x7000, 8)
+        if sample_when_freed:
+            sample(name)
     refs.append(weakref.ref(code, when_freed))
     ns.clear()
 def free_codes():
@@ -110,6 +122,39 @@ inline constexpr const char* kDoomedPy = R"PY(def doomed():
     return record("doomed")
 )PY";
 
+// A live thread of the process other than the main one, blocked until destroyed: the session
+// gives it a slot (and an hour-long timer) like any native thread it finds.
+class BlockedThread {
+ public:
+  BlockedThread() {
+    std::promise<pid_t> tid;
+    thread_ = std::thread([this, &tid] {
+      tid.set_value(cpu::CurrentTid());
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return done_; });
+    });
+    tid_ = tid.get_future().get();
+  }
+  ~BlockedThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  BlockedThread(const BlockedThread&) = delete;
+  BlockedThread& operator=(const BlockedThread&) = delete;
+  pid_t tid() const { return tid_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  pid_t tid_ = 0;
+  std::thread thread_;
+};
+
 class SessionHarness : public testing::Test {
  protected:
   // A thread other than the main one: memory events carry a thread id, and nothing in the
@@ -128,7 +173,8 @@ class SessionHarness : public testing::Test {
     ASSERT_NE(builtins, nullptr);
     static PyMethodDef defs[] = {{"record", Record, METH_O, nullptr},
                                  {"tick", Tick, METH_NOARGS, nullptr},
-                                 {"alloc", AllocFromPython, METH_VARARGS, nullptr}};
+                                 {"alloc", AllocFromPython, METH_VARARGS, nullptr},
+                                 {"sample", SampleFromPython, METH_O, nullptr}};
     for (PyMethodDef& def : defs) {
       PyObject* fn = PyCFunction_New(&def, nullptr);
       PyObject_SetAttrString(builtins, def.ml_name, fn);
@@ -192,6 +238,18 @@ class SessionHarness : public testing::Test {
     return truth;
   }
 
+  // Records the stacks the tests name: "a" (user.py:2), "b" (user.py:4), "shared1" (lib.py:2
+  // under user.py:6), "shared2" (lib.py:4 under user.py:6), "lib" (lib.py:2 alone) and
+  // "main" (user.py:12).
+  static void RecordStacks() {
+    ASSERT_FALSE(Call(user_, "site_a"));
+    ASSERT_FALSE(Call(user_, "site_b"));
+    ASSERT_FALSE(Call(user_, "site_shared", "(i)", 1));
+    ASSERT_FALSE(Call(user_, "site_shared", "(i)", 0));
+    ASSERT_FALSE(Call(lib_, "via_one", "(s)", "lib"));
+    ASSERT_FALSE(Call(user_, "main_now"));
+  }
+
   // What harness.py logged since the last call (and forgets it).
   static std::vector<std::string> TakeLog() {
     std::vector<std::string> out;
@@ -225,6 +283,28 @@ class SessionHarness : public testing::Test {
   }
   static void Peak() { Push(MemoryEventType::kPeak, CurrentTid(), 0, 0, {}, 0); }
 
+  // A CPU sample of thread tid (a live thread: its slot is registered if it has none), queued
+  // in that slot's ring as the signal handler writes one (transport/sample_record.h): cpu_ns
+  // of CPU since its previous sample, system_ns of it in the kernel, taken at wall_ns (0: no
+  // time, as without a stack capture).
+  static void Sample(pid_t tid, transport::SampleKind kind, int64_t cpu_ns, int64_t system_ns,
+                     const std::vector<RawFrame>& frames, int64_t wall_ns = 0,
+                     uint8_t flags = 0, int32_t invalid_frames = 0) {
+    cpu::ThreadSlot* slot = current_->SlotForTesting(tid);
+    ASSERT_NE(slot, nullptr) << "thread " << tid << " cannot be registered";
+    const transport::SampleHeader h{.cpu_delta_ns = cpu_ns,
+                                    .system_delta_ns = system_ns,
+                                    .nframes = static_cast<uint16_t>(frames.size()),
+                                    .kind = kind,
+                                    .flags = flags,
+                                    .invalid_frames = invalid_frames,
+                                    .wall_ns = wall_ns};
+    static const RawFrame kNone[1] = {};
+    EXPECT_TRUE(slot->ring.TryWrite(&h, sizeof(h), frames.empty() ? kNone : frames.data(),
+                                    static_cast<uint32_t>(frames.size() * sizeof(RawFrame))))
+        << "the thread's sample ring is full";
+  }
+
   // "file:line" of each frame of a stack, leaf first.
   std::vector<std::string> Lines(const std::vector<uint32_t>& frame_ids) const {
     const StackTable& t = session_->table();
@@ -235,13 +315,13 @@ class SessionHarness : public testing::Test {
     }
     return out;
   }
-  // The stacks of thread tid that allocations were charged to, in the order they appeared.
+  // The stacks of thread tid that allocations (CPU samples) were charged to, in the order they
+  // appeared.
   std::vector<std::vector<std::string>> AllocStacks(pid_t tid) const {
-    std::vector<std::vector<std::string>> out;
-    for (const StackRow& row : session_->table().stacks()) {
-      if (row.tid == tid && row.counters.alloc_samples > 0) out.push_back(Lines(row.frames));
-    }
-    return out;
+    return StacksWhere(tid, [](const StackCounters& c) { return c.alloc_samples > 0; });
+  }
+  std::vector<std::vector<std::string>> CpuStacks(pid_t tid) const {
+    return StacksWhere(tid, [](const StackCounters& c) { return c.cpu_samples > 0; });
   }
   // The counters of thread tid's stack made of exactly these frames ("file:line", leaf first).
   const StackCounters& Stack(pid_t tid, const std::vector<std::string>& lines) const {
@@ -291,6 +371,15 @@ class SessionHarness : public testing::Test {
     }
     Py_DECREF(result);
     return ns;  // code leaked on purpose, with ns
+  }
+
+  template <typename Pred>
+  std::vector<std::vector<std::string>> StacksWhere(pid_t tid, Pred pred) const {
+    std::vector<std::vector<std::string>> out;
+    for (const StackRow& row : session_->table().stacks()) {
+      if (row.tid == tid && pred(row.counters)) out.push_back(Lines(row.frames));
+    }
+    return out;
   }
 
   static const Recorded& Get(const std::string& key) {
@@ -349,6 +438,13 @@ class SessionHarness : public testing::Test {
     long long weight;
     if (!PyArg_ParseTuple(args, "sKL", &key, &address, &weight)) return nullptr;
     Alloc(CurrentTid(), address, weight, Own(key));
+    Py_RETURN_NONE;
+  }
+  // sample(key): a CPU sample of the main thread (1 ms of Python), with the stack recorded as key.
+  static PyObject* SampleFromPython(PyObject*, PyObject* key) {
+    const char* k = PyUnicode_AsUTF8(key);
+    if (k == nullptr) return nullptr;
+    Sample(CurrentTid(), transport::SampleKind::kPython, 1'000'000, 0, Own(k));
     Py_RETURN_NONE;
   }
 };

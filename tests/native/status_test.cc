@@ -1,6 +1,6 @@
-// Status and Result (base/status.h): the one way native code outside the hot paths reports
+// Status and Result (status/status.h): the one way native code outside the hot paths reports
 // a failure. The messages built here are the ones Python shows, so their shape is tested.
-#include "base/status.h"
+#include "status/status.h"
 
 #include <gtest/gtest.h>
 

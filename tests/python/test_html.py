@@ -112,8 +112,8 @@ def test_thresholds_pick_the_active_lines(app_profile):
 def test_templates_ship_inside_the_package():
     from importlib import resources
     folder = resources.files("peakline.reporters").joinpath("templates")
-    assert {p.name for p in folder.iterdir()} >= {"report.html", "report.css", "charts.js",
-                                                   "report.js"}
+    assert {p.name for p in folder.iterdir()} >= {"page_head.html", "report.html", "report.css",
+                                                   "charts.js", "report.js"}
 
 
 # ---- in a real browser ---------------------------------------------------------------------

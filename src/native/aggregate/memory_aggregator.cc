@@ -104,7 +104,7 @@ void MemoryAggregator::Process(const transport::MemoryEvent& ev, const RawFrame*
   // forget it without charging a free.
   live_blocks_.erase(ev.address);
   Touch(c);
-  if ((ev.domain & ~transport::kFlagNoPythonThread) == transport::kDomainPython) {
+  if (ev.domain == transport::kDomainPython) {
     c.alloc_python_bytes += ev.weight;
   } else {
     c.alloc_native_bytes += ev.weight;

@@ -24,9 +24,9 @@
 
 #include "aggregate/reported_files.h"
 #include "aggregate/stack_table.h"
-#include "base/thread_annotations.h"
 #include "python/code_resolver.h"
 #include "python/gil.h"
+#include "sync/thread_annotations.h"
 #include "transport/event_stager.h"
 #include "transport/memory_event.h"
 

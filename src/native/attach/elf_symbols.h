@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "base/status.h"
+#include "status/status.h"
 
 namespace peakline::attach {
 

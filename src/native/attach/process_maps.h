@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
+#include "status/status.h"
 
 namespace peakline::attach {
 

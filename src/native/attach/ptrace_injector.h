@@ -48,7 +48,7 @@
 #include <cstdint>
 #include <string>
 
-#include "base/status.h"
+#include "status/status.h"
 
 namespace peakline::attach {
 

@@ -1,7 +1,7 @@
 // peakline._core: the nanobind module. Conversion only — no logic lives here; see
 // session/profiler.h for the API and docs/internals-raw-samples.md for the data shape.
 //
-// Errors: the core returns a Status or Result (base/status.h); here, and only here, a failed
+// Errors: the core returns a Status or Result (status/status.h); here, and only here, a failed
 // one becomes what Python sees: a RuntimeError with the status's message, or the message as
 // a value where the module has always returned one ('' when it worked). nanobind calls every
 // function with the GIL held, hence PEAKLINE_REQUIRES(gil) on those that reach the session.
@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "attach/ptrace_injector.h"
-#include "base/status.h"
-#include "base/thread_annotations.h"
 #include "cpu/native_thread_ids.h"
 #include "python/code_resolver.h"
 #include "python/gil.h"
 #include "session/profiler.h"
 #include "session/signal_watch.h"
+#include "status/status.h"
+#include "sync/thread_annotations.h"
 
 namespace nb = nanobind;
 using peakline::Status;

@@ -24,7 +24,7 @@
 
 #include <cstdint>
 
-#include "base/status.h"
+#include "status/status.h"
 #include "transport/sample_record.h"
 
 namespace peakline::cpu {

@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "base/status.h"
+#include "status/status.h"
 
 namespace peakline::cpu {
 

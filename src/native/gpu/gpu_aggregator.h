@@ -35,23 +35,31 @@
 #include <vector>
 
 #include "aggregate/stack_table.h"
-#include "base/thread_annotations.h"
 #include "gpu/nvml_poller.h"
 #include "python/gil.h"
+#include "sync/thread_annotations.h"
 
 namespace peakline::gpu {
 
+// The GPU counters, declared once: X(name, initial value) for each expands to the struct's
+// field and to the entry of the profile's GPU statistics under the same name
+// (session/profiler.cc, SnapshotOf).
+#define PEAKLINE_GPU_STATS(X)                                                               \
+  X(readings, 0)                /* NVML readings consumed */                                \
+  X(util_readings, 0)           /* ... with a utilisation value */                          \
+  X(process_memory_readings, 0) /* ... with this process's own memory */                    \
+  X(device_memory_readings, 0)  /* ... with device-wide memory standing in */               \
+  X(busy_ns, 0)                 /* sum of utilisation x time (GPU-ns) */                    \
+  X(util_observed_ns, 0)        /* sum of time x devices, where utilisation was known */    \
+  X(peak_bytes, -1)             /* max memory held (NVML, or torch reserved), -1 unknown */ \
+  X(torch_ticks, 0)             /* ticks on which the torch probe answered */               \
+  X(torch_probe_errors, 0)      /* probe raised or returned something else */               \
+  X(tracked_peak_bytes, -1)     /* max of the tracked series */
+
 struct GpuStats {
-  int64_t readings = 0;               // NVML readings consumed
-  int64_t util_readings = 0;          // ... with a utilisation value
-  int64_t process_memory_readings = 0;  // ... with this process's own memory
-  int64_t device_memory_readings = 0;   // ... with device-wide memory standing in
-  int64_t busy_ns = 0;                // Σ utilisation × time (GPU-ns)
-  int64_t util_observed_ns = 0;       // Σ time × devices, where utilisation was known
-  int64_t peak_bytes = -1;            // max memory held (NVML, or torch reserved), -1 unknown
-  int64_t torch_ticks = 0;            // ticks on which the torch probe answered
-  int64_t torch_probe_errors = 0;     // probe raised or returned something else
-  int64_t tracked_peak_bytes = -1;    // max of the tracked series
+#define PEAKLINE_GPU_STATS_FIELD(name, initial) int64_t name = initial;
+  PEAKLINE_GPU_STATS(PEAKLINE_GPU_STATS_FIELD)
+#undef PEAKLINE_GPU_STATS_FIELD
 };
 
 class GpuAggregator {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
 #include "gpu/nvml_api.h"
+#include "status/status.h"
 
 namespace peakline::gpu {
 

@@ -36,11 +36,11 @@
 #include <utility>
 #include <vector>
 
-#include "base/mutex.h"
-#include "base/status.h"
-#include "base/thread_annotations.h"
 #include "gpu/nvml_api.h"
 #include "gpu/nvml_library.h"
+#include "status/status.h"
+#include "sync/mutex.h"
+#include "sync/thread_annotations.h"
 
 namespace peakline::gpu {
 

@@ -180,12 +180,7 @@ void PushEvent(HookThreadState& s, MemoryEventType type, uint8_t domain, uintptr
   MemoryEvent ev{type, domain, 0, Tid(s), address, size, weight, time_ns};
   transport::RawFrame frames[transport::kMaxMemoryFrames];
   if (with_stack && g_capture != nullptr) {
-    const int n = g_capture(frames, transport::kMaxMemoryFrames);
-    if (n < 0) {
-      ev.domain |= transport::kFlagNoPythonThread;
-    } else {
-      ev.nframes = static_cast<uint16_t>(n);
-    }
+    ev.nframes = static_cast<uint16_t>(g_capture(frames, transport::kMaxMemoryFrames));
   }
   g_ring->TryWrite(&ev, sizeof(ev), frames, ev.nframes * sizeof(transport::RawFrame));
 }

@@ -23,16 +23,17 @@
 #include <cstdint>
 #include <string>
 
-#include "base/status.h"
 #include "hooks/hook_thread_state.h"
 #include "memory/heap_counters.h"
+#include "status/status.h"
 #include "transport/mpsc_ring.h"
 #include "transport/sample_record.h"
 
 namespace peakline::hooks {
 
-// Fills frames (leaf first) for the calling thread; returns how many, or -1 when the thread
-// has no Python thread state (a native worker thread). Must not allocate.
+// Fills frames (leaf first) for the calling thread and returns how many (0 when there are
+// none to read: a native worker thread before the main thread's stack is known). Must not
+// allocate.
 using MemoryStackCapture = int (*)(transport::RawFrame* frames, int max_frames);
 
 struct MemoryConfig {

@@ -28,7 +28,7 @@
 #ifndef PEAKLINE_HOOKS_PROCESS_HOOKS_H_
 #define PEAKLINE_HOOKS_PROCESS_HOOKS_H_
 
-#include "base/status.h"
+#include "status/status.h"
 
 namespace peakline::hooks {
 

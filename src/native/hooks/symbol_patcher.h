@@ -69,9 +69,9 @@
 #include <string>
 #include <vector>
 
-#include "base/mutex.h"
-#include "base/status.h"
-#include "base/thread_annotations.h"
+#include "status/status.h"
+#include "sync/mutex.h"
+#include "sync/thread_annotations.h"
 
 struct dl_phdr_info;  // <link.h>
 

@@ -1,4 +1,4 @@
-// The GIL as a capability of Clang's thread-safety analysis (base/thread_annotations.h).
+// The GIL as a capability of Clang's thread-safety analysis (sync/thread_annotations.h).
 //
 // State that only code holding the GIL may touch is PEAKLINE_GUARDED_BY(gil); a function that
 // must be called with it held is PEAKLINE_REQUIRES(gil). The analysis sees the GIL taken in
@@ -24,7 +24,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "base/thread_annotations.h"
+#include "sync/thread_annotations.h"
 
 namespace peakline::python {
 

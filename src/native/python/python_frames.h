@@ -19,8 +19,8 @@
 
 #include <cstdint>
 
-#include "base/status.h"
 #include "python/frame_layout.h"
+#include "status/status.h"
 #include "transport/sample_record.h"
 
 namespace peakline::python {

@@ -144,8 +144,7 @@ int CaptureMemoryStack(RawFrame* frames, int max_frames) {
   PyThreadState* ts = PyGILState_GetThisThreadState();
   int n = 0;
   if (ts != nullptr) n = ReadPythonStack(ts, frames, OwnBudget(ts, max_frames)).nframes;
-  n += AppendMainThreadStack(ts, frames, n, max_frames);
-  return ts == nullptr && n == 0 ? -1 : n;
+  return n + AppendMainThreadStack(ts, frames, n, max_frames);
 }
 
 bool g_memory_on = false;
@@ -296,6 +295,7 @@ Status StopProfiler() {
     hooks::UninstallPyMemHooks();
     hooks::StopMemoryHooks();
   }
+  g_session->StopTimers();
   Py_BEGIN_ALLOW_THREADS
   g_session->StopThread();
   Py_END_ALLOW_THREADS
@@ -346,7 +346,7 @@ namespace {
 // Copies the aggregates of `session` (finished, or running with the GIL held and no operation
 // of this thread under way): plain C++ data only, no call into Python, so nothing can change
 // the tables while they are read.
-Snapshot SnapshotOf(const SamplingSession* session);
+Snapshot SnapshotOf(const SamplingSession* session) PEAKLINE_REQUIRES(python::gil);
 
 }  // namespace
 
@@ -376,7 +376,8 @@ Snapshot SnapshotOf(const SamplingSession* session) {
   const aggregate::StackTable& table = g_finished->table();
   const auto& strings = table.strings();
   for (const aggregate::FrameKey& f : table.frames()) {
-    snap.frames.emplace_back(strings[f.file_id], strings[f.function_id], f.first_lineno, f.lineno);
+    snap.frames.push_back(
+        Snapshot::Frame{strings[f.file_id], strings[f.function_id], f.first_lineno, f.lineno});
   }
   for (const aggregate::StackRow& row : table.stacks()) {
     const aggregate::StackCounters& c = row.counters;
@@ -385,7 +386,7 @@ Snapshot SnapshotOf(const SamplingSession* session) {
                                           c.wait_samples, c.run_delay_ns});
   }
   for (const ThreadSummary& t : g_finished->Threads()) {
-    snap.threads.emplace_back(t.tid, t.python, t.cpu_ns, t.wait_ns, t.run_delay_ns);
+    snap.threads.push_back(Snapshot::Thread{t.tid, t.python, t.cpu_ns, t.wait_ns, t.run_delay_ns});
   }
   snap.activity_width_ns = g_finished->activity().width_ns();
   // A bucket that no tick fell in (ticks are 20 ms apart, give or take) keeps the line of
@@ -436,7 +437,8 @@ Snapshot SnapshotOf(const SamplingSession* session) {
     if (g->poller() != nullptr) {
       snap.gpu_devices = g->poller()->device_names();
       for (const auto& [key, n] : g->poller()->Errors()) {
-        snap.gpu_errors.emplace_back(gpu::GpuQueryName(key.first), gpu::NvmlReturnName(key.second), n);
+        snap.gpu_errors.push_back(Snapshot::GpuError{gpu::GpuQueryName(key.first),
+                                                     gpu::NvmlReturnName(key.second), n});
       }
     }
     if (snap.gpu_measured) {
@@ -449,16 +451,9 @@ Snapshot SnapshotOf(const SamplingSession* session) {
     }
     const gpu::GpuStats& gs = g->stats();
     snap.gpu_stats = {
-        {"readings", gs.readings},
-        {"util_readings", gs.util_readings},
-        {"process_memory_readings", gs.process_memory_readings},
-        {"device_memory_readings", gs.device_memory_readings},
-        {"busy_ns", gs.busy_ns},
-        {"util_observed_ns", gs.util_observed_ns},
-        {"peak_bytes", gs.peak_bytes},
-        {"torch_ticks", gs.torch_ticks},
-        {"torch_probe_errors", gs.torch_probe_errors},
-        {"tracked_peak_bytes", gs.tracked_peak_bytes},
+#define PEAKLINE_GPU_STATS_ENTRY(name, initial) {#name, gs.name},
+        PEAKLINE_GPU_STATS(PEAKLINE_GPU_STATS_ENTRY)
+#undef PEAKLINE_GPU_STATS_ENTRY
         {"poll_interval_ns", g->poller() ? g->poller()->interval_ns() : 0},
         {"dropped_readings", g->poller() ? g->poller()->dropped() : 0},
         {"pid_namespace", g->poller() && g->poller()->pid_namespace() ? 1 : 0},
@@ -466,17 +461,11 @@ Snapshot SnapshotOf(const SamplingSession* session) {
   }
   const SamplingSessionStats& s = g_finished->stats();
   const CpuSignalStatus signal_status = GetCpuSignalStatus();
-  snap.stats = {{"cpu_samples", s.cpu_samples},
-                {"wait_samples", s.wait_samples},
+  snap.stats = {
+#define PEAKLINE_STATS_ENTRY(name) {#name, s.name},
+                PEAKLINE_SAMPLING_SESSION_STATS(PEAKLINE_STATS_ENTRY)
+#undef PEAKLINE_STATS_ENTRY
                 {"dropped_samples", g_finished->DroppedSamples()},
-                {"invalid_frames", s.invalid_frames},
-                {"truncated_stacks", s.truncated_stacks},
-                {"ticks", s.ticks},
-                {"timer_errors", s.timer_errors},
-                {"skipped_ticks", s.skipped_ticks},
-                {"deferred_code_frees", s.deferred_code_frees},
-                {"finished_threads", s.finished_threads},
-                {"run_delay_readings", s.run_delay_readings},
                 {"main_stack_readings", static_cast<int64_t>(g_main_stack.readings())},
                 {"cpu_signal", signal_status.signo},
                 {"cpu_signal_handler_replaced", signal_status.handler_intact ? 0 : 1},

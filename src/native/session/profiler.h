@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "base/status.h"
-#include "base/thread_annotations.h"
 #include "python/gil.h"
+#include "status/status.h"
+#include "sync/thread_annotations.h"
 
 namespace peakline::session {
 

@@ -198,7 +198,12 @@ void SamplingSession::StopThread() {
   if (gpu_) gpu_->StopThread();
   if (memory_) memory_->StopStaging();
   thread_started_ = false;
+}
+
+void SamplingSession::StopTimers() {
   stopped_ = true;
+  // No iterator of an operation suspended in a Python callback is invalidated: the walk
+  // changes no entry of the table.
   for (auto& [tid, slot] : slots_) {
     if (slot->armed) {
       timer_delete(slot->timer);
@@ -583,7 +588,7 @@ void SamplingSession::CompleteThreadStart(const ThreadEvent& start) {
   if (start.queued) {  // its slot, made and armed when it started (ThreadStarted)
     if (start.slot == nullptr) return;
     slots_[tid] = start.slot;
-    if (stopped_ && start.slot->armed) {  // StopThread has deleted the others' timers
+    if (stopped_ && start.slot->armed) {  // StopTimers has deleted the others' timers
       timer_delete(start.slot->timer);
       start.slot->armed = false;
     }
@@ -598,7 +603,10 @@ void SamplingSession::CompleteThreadStart(const ThreadEvent& start) {
 }
 
 void SamplingSession::ThreadFinishing(pid_t tid) {
-  if (stopped_) return;
+  // Also while the session stops (after StopTimers): a thread that ends then (a pool the
+  // program shut down on its way out) is accounted as it would be before, and its slot
+  // retired.
+
   // No sample after this point: the signal stays blocked for the rest of this thread's life
   // (a few hundred instructions of threading's bookkeeping; a pending one dies with it).
   sigset_t set;
@@ -746,6 +754,11 @@ bool SamplingSession::BeforeCodeFreed(PyObject* code) {
   }
   OwnerScope owner(this);
   return true;
+}
+
+ThreadSlot* SamplingSession::SlotForTesting(pid_t tid) {
+  auto it = slots_.find(tid);
+  return it != slots_.end() ? it->second : Register(tid, /*python=*/false);
 }
 
 std::vector<ThreadSummary> SamplingSession::Threads() const {

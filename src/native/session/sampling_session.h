@@ -47,15 +47,15 @@
 #include "aggregate/reported_files.h"
 #include "aggregate/stack_table.h"
 #include "aggregate/time_buckets.h"
-#include "base/mutex.h"
-#include "base/thread_annotations.h"
 #include "cpu/thread_cpu_timer.h"
 #include "cpu/thread_slot.h"
 #include "gpu/gpu_aggregator.h"
 #include "python/code_resolver.h"
-#include "session/profiler.h"
-#include "transport/mpsc_ring.h"
 #include "python/gil.h"
+#include "session/profiler.h"
+#include "sync/mutex.h"
+#include "sync/thread_annotations.h"
+#include "transport/mpsc_ring.h"
 #include "transport/sample_record.h"
 
 namespace peakline::session {
@@ -71,18 +71,27 @@ struct SamplingSessionConfig : ProfilerConfig {
   std::unordered_set<pid_t> excluded_tids;  // peakline's own Python threads: never registered
 };
 
+// The session's counters, declared once: X(name) for each expands to the struct's field and to
+// the entry of the profile's sampling statistics under the same name (session/profiler.cc,
+// SnapshotOf). dropped_samples is apart: the statistics add the live slots' drops to it
+// (DroppedSamples).
+#define PEAKLINE_SAMPLING_SESSION_STATS(X)                                                  \
+  X(cpu_samples)                                                                            \
+  X(wait_samples)                                                                           \
+  X(invalid_frames)                                                                         \
+  X(truncated_stacks)                                                                       \
+  X(ticks)                                                                                  \
+  X(timer_errors)                                                                           \
+  X(skipped_ticks)       /* the tick found another operation suspended in Python */        \
+  X(deferred_code_frees) /* code objects freed while an operation was suspended */          \
+  X(finished_threads)    /* threads whose CPU after their last sample was added */          \
+  X(run_delay_readings)  /* reads of a thread's schedstat (SplitRunDelay) */
+
 struct SamplingSessionStats {
-  int64_t cpu_samples = 0;
-  int64_t wait_samples = 0;
-  int64_t dropped_samples = 0;
-  int64_t invalid_frames = 0;
-  int64_t truncated_stacks = 0;
-  int64_t ticks = 0;
-  int64_t timer_errors = 0;
-  int64_t skipped_ticks = 0;          // the tick found another operation suspended in Python
-  int64_t deferred_code_frees = 0;    // code objects freed while an operation was suspended
-  int64_t finished_threads = 0;       // threads whose CPU after their last sample was added
-  int64_t run_delay_readings = 0;     // reads of a thread's schedstat (SplitRunDelay)
+#define PEAKLINE_STATS_FIELD(name) int64_t name = 0;
+  PEAKLINE_SAMPLING_SESSION_STATS(PEAKLINE_STATS_FIELD)
+#undef PEAKLINE_STATS_FIELD
+  int64_t dropped_samples = 0;  // by retired slots
 };
 
 struct ThreadSummary {
@@ -100,7 +109,13 @@ class SamplingSession {
 
   // GIL held. Registers the calling thread's interpreter threads and starts the tick thread.
   void Start() PEAKLINE_REQUIRES(python::gil);
-  // Called WITHOUT the GIL: stops and joins the tick thread, deletes all timers.
+  // The stop, in three steps (session/profiler.cc, StopProfiler):
+  // GIL held: from now on no thread is registered (no new timer: a thread's start is not
+  // recorded, its end still is) and no catch-up tick runs; every timer is deleted.
+  void StopTimers() PEAKLINE_REQUIRES(python::gil);
+  // Called WITHOUT the GIL, after StopTimers: stops and joins the tick thread and the GPU and
+  // memory staging threads. It touches nothing the GIL guards: a Python thread may hold the
+  // GIL meanwhile (and start a thread, or snapshot the profile).
   void StopThread();
   // GIL held: final wait measurement and drain of everything still queued.
   void Drain(bool measure_wait) PEAKLINE_REQUIRES(python::gil);
@@ -121,10 +136,10 @@ class SamplingSession {
   // An operation is under way (maybe suspended).
   bool busy() const PEAKLINE_REQUIRES(python::gil) { return busy_; }
   const SamplingSessionConfig& config() const { return config_; }
-  std::vector<ThreadSummary> Threads() const;
+  std::vector<ThreadSummary> Threads() const PEAKLINE_REQUIRES(python::gil);
   // When the process used its CPU and which line its main thread was on (time_buckets.h).
   const aggregate::TimeBuckets& activity() const { return activity_; }
-  int64_t DroppedSamples() const;
+  int64_t DroppedSamples() const PEAKLINE_REQUIRES(python::gil);
 
   // GIL held, on thread tid itself (profiler.h, ThreadStarted / ThreadFinishing). While
   // another operation is suspended in a Python callback (its loops may be walking slots_),
@@ -139,6 +154,12 @@ class SamplingSession {
   // resolves every pending sample while the object is intact, then frees it
   // (EndOperation).
   bool BeforeCodeFreed(PyObject* code) PEAKLINE_REQUIRES(python::gil);
+
+  // Unit tests only (tests/native/session_harness.h), GIL held: thread tid's slot, registered
+  // now if it has none; nullptr if tid is not a live thread of this process. The test writes
+  // synthetic sample records into its ring, as the signal handler would, and the next tick
+  // (or the operation a code object's deallocation starts) drains them.
+  cpu::ThreadSlot* SlotForTesting(pid_t tid) PEAKLINE_REQUIRES(python::gil);
 
  private:
   // One operation (a tick, the final drain, a code-object free) owns the session for its
@@ -193,11 +214,13 @@ class SamplingSession {
   }
   // first_within_ns > 0: the first expiry falls in (0, first_within_ns] instead of (0, interval]
   // (a thread announced at its birth: see ThreadStarted).
-  cpu::ThreadSlot* Register(pid_t tid, bool python, int64_t first_within_ns = 0);
+  cpu::ThreadSlot* Register(pid_t tid, bool python, int64_t first_within_ns = 0)
+      PEAKLINE_REQUIRES(python::gil);
   // Register's slot, timer armed, not yet in slots_ (nullptr: stopped, or the thread is gone).
   // Touches no table: safe while another operation is suspended in a callback.
-  cpu::ThreadSlot* NewSlot(pid_t tid, bool python, int64_t first_within_ns);
-  void Retire(cpu::ThreadSlot* slot);
+  cpu::ThreadSlot* NewSlot(pid_t tid, bool python, int64_t first_within_ns)
+      PEAKLINE_REQUIRES(python::gil);
+  void Retire(cpu::ThreadSlot* slot) PEAKLINE_REQUIRES(python::gil);
   void MeasureWait(cpu::ThreadSlot* slot, PyThreadState* ts, int64_t now_ns);
   // Charges off_ns of off-CPU time to the thread's own stack `ids` (wait is never stitched),
   // and notes it for the run-delay split. from_sample: by one of its samples (it ran).
@@ -228,7 +251,8 @@ class SamplingSession {
   std::unique_ptr<gpu::GpuAggregator> gpu_;
   SamplingSessionStats stats_;
 
-  std::unordered_map<pid_t, cpu::ThreadSlot*> slots_;  // live and retired-but-draining slots
+  // Live and retired-but-draining slots.
+  std::unordered_map<pid_t, cpu::ThreadSlot*> slots_ PEAKLINE_GUARDED_BY(python::gil);
   std::unordered_map<pid_t, PyThreadState*> tstates_;  // refreshed every tick
   std::vector<ThreadSummary> retired_;
   pid_t own_tid_ = 0;
@@ -261,7 +285,7 @@ class SamplingSession {
   Mutex mu_;
   CondVar cv_;  // rung by StopThread
   bool stop_ PEAKLINE_GUARDED_BY(mu_) = false;
-  bool stopped_ = false;  // after StopThread: no new timers (tick thread/GIL-owned)
+  bool stopped_ PEAKLINE_GUARDED_BY(python::gil) = false;  // after StopTimers: no new timers
   std::atomic<bool> thread_started_{false};
   std::thread thread_;
 };

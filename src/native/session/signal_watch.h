@@ -23,7 +23,7 @@
 
 #include <cstdint>
 
-#include "base/status.h"
+#include "status/status.h"
 
 namespace peakline::session {
 

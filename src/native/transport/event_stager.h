@@ -35,8 +35,8 @@
 #include <cstring>
 #include <thread>
 
-#include "base/mutex.h"
-#include "base/thread_annotations.h"
+#include "sync/mutex.h"
+#include "sync/thread_annotations.h"
 #include "transport/mpsc_ring.h"
 #include "transport/zeroed_pages.h"
 

@@ -3,8 +3,7 @@
 //
 //   offset  size  field
 //   0       1     type       MemoryEventType
-//   1       1     domain     kDomainPython | kDomainNative (allocations only), or-ed with
-//                            kFlagNoPythonThread when the thread has no Python thread state
+//   1       1     domain     kDomainPython | kDomainNative (allocations only)
 //   2       2     nframes    RawFrame entries following the header (alloc and copy events)
 //   4       4     tid        kernel thread id of the thread that caused the event
 //   8       8     address    block address (alloc, free), 0 otherwise
@@ -30,9 +29,6 @@ enum class MemoryEventType : uint8_t {
 
 inline constexpr uint8_t kDomainNative = 0;
 inline constexpr uint8_t kDomainPython = 1;
-// The event came from a thread with no Python stack (BLAS, torch, ... workers): the session
-// charges it to the main thread's current stack, as it does with such threads' CPU time.
-inline constexpr uint8_t kFlagNoPythonThread = 0x80;
 
 struct MemoryEvent {
   MemoryEventType type;

@@ -45,13 +45,11 @@ OPTIONS = [
 
 
 def main(argv: list[str]) -> int:
-    try:
-        opts = _options.profiles_parser(
-            OPTIONS, prog="peakline compare", description=DESCRIPTION,
-            profiles_help="profiles written by peakline; the first is the reference",
-        ).parse_args(argv)
-    except SystemExit as exc:  # argparse already printed usage / help
-        return int(exc.code or 0)
+    opts = _options.parse_profiles_command(
+        argv, OPTIONS, prog="peakline compare", description=DESCRIPTION,
+        profiles_help="profiles written by peakline; the first is the reference")
+    if isinstance(opts, int):  # argparse printed the help
+        return opts
     from peakline.errors import UsageError
     from peakline.gates import compare as _compare
     from peakline.model.profile_file import read_profile

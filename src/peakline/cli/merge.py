@@ -31,13 +31,11 @@ OPTIONS = [
 
 
 def main(argv: list[str]) -> int:
-    try:
-        opts = _options.profiles_parser(
-            OPTIONS, prog="peakline merge", description=DESCRIPTION,
-            profiles_help="profiles written by peakline run, the API or a worker plugin",
-        ).parse_args(argv)
-    except SystemExit as exc:  # argparse already printed usage / help
-        return int(exc.code or 0)
+    opts = _options.parse_profiles_command(
+        argv, OPTIONS, prog="peakline merge", description=DESCRIPTION,
+        profiles_help="profiles written by peakline run, the API or a worker plugin")
+    if isinstance(opts, int):  # argparse printed the help
+        return opts
     check_output_path("--outfile", opts.outfile)
     if opts.html:
         check_output_path("--html", opts.html)

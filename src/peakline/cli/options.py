@@ -212,13 +212,17 @@ def _parser_class():
     return Parser
 
 
-def profiles_parser(options: Sequence[Option], *, prog: str, description: str,
-                    profiles_help: str):
-    """The parser of a command that reads saved profiles (compare, merge): its options, then
-    one or more PROFILE.json."""
+def parse_profiles_command(argv: Sequence[str], options: Sequence[Option], *, prog: str,
+                           description: str, profiles_help: str) -> Values | int:
+    """The command line of a command that reads saved profiles (compare, merge): its options,
+    then one or more PROFILE.json (``profiles``). A bad one raises UsageError; the exit
+    status instead of Values when argparse ended the parse (it printed the help)."""
     parser = build_parser(options, prog=prog, description=description, one_line_errors=True)
     parser.add_argument("profiles", nargs="+", metavar="PROFILE.json", help=profiles_help)
-    return parser
+    try:
+        return parse_with_parser(argv, parser)
+    except SystemExit as exc:
+        return int(exc.code or 0)
 
 
 def _declared(parser) -> list[Option]:

@@ -23,15 +23,33 @@ def dumps_profile(profile: Profile) -> str:
 
 def loads_profile(text: str | bytes, *, source: str = "<profile>") -> Profile:
     """Parse and validate profile text; any problem is a one-line ProfileFormatError."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise _format_error(source, "", f"not UTF-8 text ({error.reason} at byte "
-                                            f"{error.start})") from None
+    text = utf8_text(text, source=source)
     if not text.strip():
         raise _format_error(source, "", "empty file, not a profile")
     return Profile.from_dict(strict_json(text, source=source), source=source)
+
+
+def utf8_text(text: str | bytes, *, source: str) -> str:
+    """bytes decoded as UTF-8 (text as it is); not UTF-8: a one-line ProfileFormatError.
+    Profile and sweep files are read this way."""
+    if isinstance(text, bytes):
+        try:
+            return text.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise _format_error(source, "", f"not UTF-8 text ({error.reason} at byte "
+                                            f"{error.start})") from None
+    return text
+
+
+def read_bytes(path: str | os.PathLike) -> bytes:
+    """The file's bytes; unreadable: a one-line ProfileFormatError. Profile and sweep files
+    are read this way."""
+    try:
+        with open(path, "rb") as stream:
+            return stream.read()
+    except OSError as error:
+        raise _format_error(os.fspath(path), "",
+                            f"cannot read: {error.strerror or error}") from None
 
 
 def strict_json(text: str, *, source: str) -> object:
@@ -59,13 +77,7 @@ def _finite_float(text: str) -> float:
 
 def read_profile(path: str | os.PathLike) -> Profile:
     """Load a profile file. Unreadable, corrupt, foreign or newer files: ProfileFormatError."""
-    source = os.fspath(path)
-    try:
-        with open(path, "rb") as stream:
-            raw = stream.read()
-    except OSError as error:
-        raise _format_error(source, "", f"cannot read: {error.strerror or error}") from None
-    return loads_profile(raw, source=source)
+    return loads_profile(read_bytes(path), source=os.fspath(path))
 
 
 def write_profile(profile: Profile, path: str | os.PathLike) -> None:

@@ -77,22 +77,23 @@ def target_sentences(sweep: dict[str, Any]) -> list[str]:
         parts = []
         peak = program.get("peak_bytes")
         if peak and peak.get("prediction"):
-            text = f"the peak is {prediction_text('peak_bytes', peak)}"
-            if entry["memory"] and entry["memory"][0].get("share"):
-                top = entry["memory"][0]
-                text += (f", {100 * top['share']:.0f}% held by line {top['lineno']} "
-                         f"`{top['text']}`")
-            parts.append(text)
+            parts.append(_predicted("the peak is", "peak_bytes", peak, entry["memory"],
+                                    "held by"))
         elif peak:
             parts.append(f"the peak cannot be predicted ({peak.get('note') or peak['model']})")
         cpu = program.get("cpu_s")
         if cpu and cpu.get("prediction"):
-            text = f"CPU time {prediction_text('cpu_s', cpu)}"
-            if entry["time"] and entry["time"][0].get("share"):
-                top = entry["time"][0]
-                text += (f", {100 * top['share']:.0f}% in line {top['lineno']} "
-                         f"`{top['text']}`")
-            parts.append(text)
+            parts.append(_predicted("CPU time", "cpu_s", cpu, entry["time"], "in"))
         if parts:
             out.append(f"at {name}={size_text(at)} " + "; ".join(parts))
     return out
+
+
+def _predicted(what: str, measure: str, fit: dict, top_lines: list, verb: str) -> str:
+    """"the peak is ~9.4 GiB (8.7–10.1 GiB), 71% held by line 42 `X = ...`": a fit's
+    prediction, and the line with the largest share of it when one is known."""
+    text = f"{what} {prediction_text(measure, fit)}"
+    if top_lines and top_lines[0].get("share"):
+        top = top_lines[0]
+        text += f", {100 * top['share']:.0f}% {verb} line {top['lineno']} `{top['text']}`"
+    return text

@@ -1,8 +1,8 @@
 """HTML report: one self-contained page, no network access, works from ``file://``.
 
-The page is ``templates/report.html`` with its stylesheet (``report.css``) and scripts
-(``charts.js``: memory timeline, sparklines, flame graph; ``report.js``: header, tables,
-sorting) pasted in, plus the data: the profile file's own JSON, the source of each reported
+The page is ``templates/report.html`` (its head shared with the sweep report: _page.py) with
+its stylesheet (``report.css``) and scripts (``charts.js``: memory timeline, sparklines,
+flame graph; ``report.js``: header, tables, sorting) pasted in, plus the data: the profile file's own JSON, the source of each reported
 file, and the lines the report should single out (the same picks as the terminal report:
 reporters/_highlights.py, _filters.py). The data travels in a
 ``<script type="application/json">`` element and the scripts build the page from it with DOM
@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import html
 import json
-import re
-from importlib import resources
 from typing import Any, TextIO
 
 from peakline import __version__
@@ -27,20 +25,14 @@ from peakline.model.leaks import LEAK_REPORT_THRESHOLD
 from peakline.model.profile import Profile
 from peakline.reporters._filters import (DEFAULT_CPU_PERCENT_THRESHOLD,
                                          DEFAULT_MALLOC_THRESHOLD_BYTES, ReportFilter)
+from peakline.reporters import _page
 from peakline.reporters._highlights import (HOT_PERCENT, TRUNCATED_STACKS_NOTE,
                                             blas_buffer_note, peak_basis, peak_holders,
                                             peak_vs_rss_note, possible_leaks)
 from peakline.reporters._processes import describe, label, rank_highlights
 from peakline.reporters._source import read_source
 
-_TEMPLATE_FILES = ("report.html", "report.css", "charts.js", "report.js")
-_SLOT = re.compile(r"\{\{(\w+)\}\}")
 _JSON_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
-
-
-def _template(name: str) -> str:
-    return resources.files("peakline.reporters").joinpath("templates", name) \
-        .read_text(encoding="utf-8")
 
 
 def embed_json(data: Any) -> str:
@@ -111,13 +103,9 @@ def render(profile: Profile, stream: TextIO, *, reduced: bool = False,
     """Write the HTML report of ``profile`` to ``stream`` (a text stream; UTF-8 page)."""
     rules = ReportFilter(reduced, cpu_percent_threshold, malloc_threshold_bytes,
                          profile.user_sampled_s)
-    parts = dict(zip(("page", "css", "charts", "report"), map(_template, _TEMPLATE_FILES)))
-    slots = {
-        "title": html.escape(f"peakline: {_displayable(profile.program)}"),
-        "css": parts["css"],
-        "charts_js": parts["charts"],
-        "report_js": parts["report"],
-        "data": embed_json(page_data(profile, rules)),
-    }
-    # One pass over the template only: text pasted into a slot is never scanned again.
-    stream.write(_SLOT.sub(lambda m: slots[m.group(1)], parts["page"]))
+    stream.write(_page.page(
+        "report.html", title=html.escape(f"peakline: {_displayable(profile.program)}"),
+        css=_page.template("report.css"), scripts=True,
+        slots={"charts_js": _page.template("charts.js"),
+               "report_js": _page.template("report.js"),
+               "data": embed_json(page_data(profile, rules))}))

@@ -19,12 +19,11 @@ from __future__ import annotations
 import html
 import math
 import os
-import re
-from importlib import resources
 from typing import Any, TextIO
 
 from peakline import __version__
 from peakline.errors import PeaklineError
+from peakline.reporters import _page
 from peakline.reporters._sweep import (LINE_LABELS, MEASURES, PROGRAM_LABELS, line_label,
                                        model_text, prediction_text, quality_text, size_text,
                                        target_sentences, value_text)
@@ -36,16 +35,10 @@ PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#e
            "#9d755d")
 OTHER_COLOUR = "#c9ced8"
 LINE_CHARTS = 4  # lines whose fitted curve is drawn (those growing, largest at the peak first)
-_SLOT = re.compile(r"\{\{(\w+)\}\}")
 
 
 def _e(text: Any) -> str:
     return html.escape(str(text), quote=True)
-
-
-def _template(name: str) -> str:
-    return resources.files("peakline.reporters").joinpath("templates", name) \
-        .read_text(encoding="utf-8")
 
 
 def write(sweep: dict[str, Any], path: str) -> None:
@@ -60,9 +53,9 @@ def write(sweep: dict[str, Any], path: str) -> None:
 
 
 def render(sweep: dict[str, Any], stream: TextIO) -> None:
-    slots = {"title": _e(f"peakline sweep: {sweep['program']}"),
-             "css": _template("sweep.css"), "body": _body(sweep)}
-    stream.write(_SLOT.sub(lambda m: slots[m.group(1)], _template("sweep.html")))
+    stream.write(_page.page("sweep.html", title=_e(f"peakline sweep: {sweep['program']}"),
+                            css=_page.template("sweep.css"), scripts=False,
+                            slots={"body": _body(sweep)}))
 
 
 def _body(sweep: dict[str, Any]) -> str:

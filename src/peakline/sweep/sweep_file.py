@@ -25,7 +25,7 @@ from typing import Any
 
 from peakline.model.checks import (_Invalid, _at, _count, _format_error, _int, _list_of,
                                    _nullable, _object, _seconds, _show, _str)
-from peakline.model.profile_file import _finite_float, _reject_constant, write_text_atomically
+from peakline.model.profile_file import read_bytes, strict_json, utf8_text, write_text_atomically
 from peakline.sweep.fit import MODELS
 
 FORMAT_NAME = "peakline-sweep"
@@ -162,17 +162,7 @@ def is_sweep_file(path: str | os.PathLike) -> bool:
 
 
 def loads_sweep(text: str | bytes, *, source: str = "<sweep>") -> dict:
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise _format_error(source, "", f"not UTF-8 text ({error.reason})") from None
-    try:
-        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
-    except RecursionError:
-        raise _format_error(source, "", "not valid JSON (nested too deeply)") from None
-    except ValueError as error:
-        raise _format_error(source, "", f"not valid JSON (truncated or corrupt): {error}") from None
+    data = strict_json(utf8_text(text, source=source), source=source)
     try:
         return validate(data)
     except _Invalid as error:
@@ -180,13 +170,7 @@ def loads_sweep(text: str | bytes, *, source: str = "<sweep>") -> dict:
 
 
 def read_sweep(path: str | os.PathLike) -> dict:
-    source = os.fspath(path)
-    try:
-        with open(path, "rb") as stream:
-            raw = stream.read()
-    except OSError as error:
-        raise _format_error(source, "", f"cannot read: {error.strerror or error}") from None
-    return loads_sweep(raw, source=source)
+    return loads_sweep(read_bytes(path), source=os.fspath(path))
 
 
 def dumps_sweep(sweep: dict) -> str:

@@ -3,8 +3,8 @@
 // forward to the standard type it wraps: the same code as before, with the rules stated.
 //
 // Not for the hot paths: a malloc hook or a signal handler never takes a lock.
-#ifndef PEAKLINE_BASE_MUTEX_H_
-#define PEAKLINE_BASE_MUTEX_H_
+#ifndef PEAKLINE_SYNC_MUTEX_H_
+#define PEAKLINE_SYNC_MUTEX_H_
 
 #include <pthread.h>
 
@@ -12,7 +12,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "base/thread_annotations.h"
+#include "sync/thread_annotations.h"
 
 namespace peakline {
 
@@ -91,4 +91,4 @@ class PEAKLINE_CAPABILITY("mutex") PthreadMutex {
 
 }  // namespace peakline
 
-#endif  // PEAKLINE_BASE_MUTEX_H_
+#endif  // PEAKLINE_SYNC_MUTEX_H_

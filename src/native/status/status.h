@@ -16,8 +16,8 @@
 // code(): the errno value behind a failure (FromErrno, or given to Error), 0 otherwise.
 // Callers that must tell one failure from another (EBUSY: the handler was kept) test the
 // code, never the text.
-#ifndef PEAKLINE_BASE_STATUS_H_
-#define PEAKLINE_BASE_STATUS_H_
+#ifndef PEAKLINE_STATUS_STATUS_H_
+#define PEAKLINE_STATUS_STATUS_H_
 
 #include <cstring>
 #include <optional>
@@ -97,4 +97,4 @@ inline Status Status::WithContext(std::string_view context) const {
 
 }  // namespace peakline
 
-#endif  // PEAKLINE_BASE_STATUS_H_
+#endif  // PEAKLINE_STATUS_STATUS_H_

@@ -8,8 +8,8 @@
 // The capabilities: Mutex and PthreadMutex (mutex.h), and the GIL (python/gil.h). Names follow
 // Clang's documentation (clang.llvm.org/docs/ThreadSafetyAnalysis.html), with the PEAKLINE_
 // prefix.
-#ifndef PEAKLINE_BASE_THREAD_ANNOTATIONS_H_
-#define PEAKLINE_BASE_THREAD_ANNOTATIONS_H_
+#ifndef PEAKLINE_SYNC_THREAD_ANNOTATIONS_H_
+#define PEAKLINE_SYNC_THREAD_ANNOTATIONS_H_
 
 #if defined(__clang__)
 #define PEAKLINE_THREAD_ANNOTATION(x) __attribute__((x))
@@ -41,4 +41,4 @@
 // Opts a function out of the analysis: only for the wrappers that implement a capability.
 #define PEAKLINE_NO_THREAD_SAFETY_ANALYSIS PEAKLINE_THREAD_ANNOTATION(no_thread_safety_analysis)
 
-#endif  // PEAKLINE_BASE_THREAD_ANNOTATIONS_H_
+#endif  // PEAKLINE_SYNC_THREAD_ANNOTATIONS_H_
