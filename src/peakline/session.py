@@ -334,6 +334,11 @@ class Session:
         return (self._started_wall is not None and self._raw is None
                 and not self.forked_away)
 
+    def _program_cpu_ns(self) -> int:
+        """CPU the program used since the start, peakline's own threads left out (never below
+        zero: the clocks are read one after another)."""
+        return max(0, _program_cpu_now_ns() - self._started_cpu_ns)
+
     def elapsed_s(self) -> float:
         """Seconds since sampling started: so far while running, until stop once stopped."""
         if self._raw is not None:
@@ -349,7 +354,7 @@ class Session:
         interval_ns = int(round(self.options.cpu_sampling_interval_s * 1e9))
         self._started_wall = time.time()
         self._started_mono = time.perf_counter()
-        self._started_cpu_ns = time.process_time_ns() - _own_threads_cpu_ns()
+        self._started_cpu_ns = _program_cpu_now_ns()
         self._throttling_start = _cgroup.throttling()
         if self._memory_refused and sys.stderr is not None:
             try:
@@ -389,8 +394,7 @@ class Session:
             self._tasks.close_all(now - self._started_mono)
         with self._core_lock:
             core.stop()
-            process_cpu_ns = (time.process_time_ns() - _own_threads_cpu_ns()
-                              - self._started_cpu_ns)
+            process_cpu_ns = self._program_cpu_ns()
             self._throttling = _cgroup.difference(self._throttling_start, _cgroup.throttling())
             self._thread_names.uninstall()
             self._elapsed_s = now - self._started_mono
@@ -514,8 +518,7 @@ class Session:
             if not self.running:
                 raise ProfilerStateError("this profiling session is not running")
             raw = core.collect_running()
-        raw.setdefault("stats", {})["process_cpu_ns"] = \
-            time.process_time_ns() - _own_threads_cpu_ns() - self._started_cpu_ns
+        raw.setdefault("stats", {})["process_cpu_ns"] = self._program_cpu_ns()
         raw["sampling_warning"] = None
         return raw
 
@@ -588,6 +591,13 @@ def own_thread_ending() -> None:
     global _own_threads_ended_ns
     if _own_threads.pop(threading.get_ident(), None) is not None:
         _own_threads_ended_ns += time.thread_time_ns()
+
+
+def _program_cpu_now_ns() -> int:
+    """The process's CPU time less peakline's own threads'. Their clocks are read first: read
+    after the process's, they could hold CPU that the process's reading did not."""
+    own = _own_threads_cpu_ns()
+    return time.process_time_ns() - own
 
 
 def _own_threads_cpu_ns() -> int:
