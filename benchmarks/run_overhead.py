@@ -99,6 +99,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="measure nothing: re-render the report (and chart) from saved "
                              "raw results")
     args = parser.parse_args(argv)
+    # Runs start in scratch folders: a relative venv path would name nothing there.
+    args.venv = args.venv.absolute()
     smoke = args.smoke
     if args.repetitions is None:
         args.repetitions = 1 if smoke else 5
