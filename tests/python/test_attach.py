@@ -359,27 +359,6 @@ def test_profile_so_far_grows_while_attached_and_the_target_runs_on(target):
     assert rc == 4 and err == ""
 
 
-def test_the_agents_own_allocations_are_not_in_the_targets_memory_figures(target):
-    """The target allocates nothing while attached (a sleep loop); each profile_so_far makes
-    the agent's control thread build the raw data (with that thread counted: a 73 KB peak,
-    and 13-16 sampled allocations over 40 snapshots, measured on 3.14). Truth: 0 for the
-    program. What the agent does before its thread can exclude itself (its start, one-off, a
-    few KiB) may still be counted, and was once in ~12 runs with 12 snapshots: one sample is
-    allowed for it."""
-    t = target("idle", "60")
-    t.wait_for("idle")
-    attachment = Attachment.attach(t.proc.pid, SessionOptions(memory=True))
-    try:
-        for _ in range(40):
-            attachment.profile_so_far()
-        profile = attachment.detach()
-    finally:
-        attachment.close()
-    memory = profile.to_dict()["memory"]
-    assert memory["alloc_samples"] <= 1, memory
-    assert profile.peak_bytes < 48 * 1024, (profile.peak_bytes, memory)
-
-
 def test_profile_so_far_returns_the_final_profile_when_the_target_exits(target):
     t = target("steady", "1.5", "5")
     t.wait_for("progress")
