@@ -47,7 +47,9 @@ FREE_THREADED_TESTS=(tests/python/test_cpu_accuracy.py tests/python/test_free_th
 # that import it (pytest.importorskip), and this script says so.
 OPTIONAL_PACKAGES=(numpy pandas)
 
-log() { printf '\n== %s\n' "$*"; }
+# Each step is stamped with the clock and the seconds since the script started: where CI's
+# time goes, read from its log.
+log() { printf '\n== %s (%s, +%ss)\n' "$*" "$(date -u +%H:%M:%S)" "$SECONDS"; }
 
 packages() {
   local v list="g++ cmake"

@@ -14,7 +14,9 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 PYTHON=$("$PYTHON" -c 'import sys; print(sys.executable)')
 JOBS=$(nproc 2>/dev/null || echo 2)
 
-log() { printf '\n== %s\n' "$*"; }
+# Each step is stamped with the clock and the seconds since the script started: where CI's
+# time goes, read from its log.
+log() { printf '\n== %s (%s, +%ss)\n' "$*" "$(date -u +%H:%M:%S)" "$SECONDS"; }
 
 # --- system packages (only what is missing) -------------------------------------------------
 missing=()
@@ -71,7 +73,8 @@ fi
 # --- Python tests -----------------------------------------------------------------------------
 log "Python tests"
 status=0
-"$PYTHON" -m pytest tests/python -q "$@" || status=$?
+# --durations: the slowest tests, in the log, so that the suite's time stays watched.
+"$PYTHON" -m pytest tests/python -q --durations=20 "$@" || status=$?
 if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests; treating as success"
   status=0
