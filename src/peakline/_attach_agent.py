@@ -135,14 +135,17 @@ def _program() -> str:
 def _control() -> None:
     """The control thread: waits for the attaching command's commands (no GIL while waiting).
 
-    It does not take itself out of the measurement (session.exclude_current_thread): done
-    here, 3 of 15 runs of 20 attach/detach cycles left the target's main thread running at a
-    few percent of its speed afterwards (0 of 20 without it; the cause is not yet found). So
-    what it allocates while building a snapshot is counted; its thread id goes with the data
-    and the attaching command drops its CPU (peakline.attach)."""
+    It is peakline's own, like the snapshot thread of `peakline run`: it takes itself out of
+    the measurement first thing (never sampled, its allocations and frees not counted: what
+    building a snapshot or the final data allocates is not the program's). Its thread id
+    still goes with the data, so the attaching command drops anything registered for it
+    before that (peakline.attach)."""
+    from peakline.session import exclude_current_thread, own_thread_ending
+
     state = _state
     state["control_tid"] = _thread.get_native_id()
     sock = state["sock"]
+    exclude_current_thread()
     try:
         while True:
             try:
@@ -158,6 +161,7 @@ def _control() -> None:
                 _reply(sock, data)
             break
     finally:
+        own_thread_ending()
         _close(state)
         # Only now, after the reply: an exit meanwhile must find the handler and wait here.
         try:

@@ -63,12 +63,13 @@ class Target:
         self._reader.join(5)
         return rc, self.proc.stderr.read()
 
-    def rss_bytes(self) -> int:
+    def rss_bytes(self, field: str = "VmRSS") -> int:
+        """Resident memory: all of it (VmRSS), or the private, anonymous part (RssAnon)."""
         with open(f"/proc/{self.proc.pid}/status") as status:
             for line in status:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
-        raise AssertionError("no VmRSS")
+        raise AssertionError(f"no {field}")
 
     def units_per_s(self, since: float, until: float, clock: int = 2) -> float:
         """Throughput from the progress lines printed between two moments: per second of
@@ -78,6 +79,15 @@ class Target:
         assert len(points) >= 3, f"too few progress lines: {points}"
         (t0, n0), (t1, n1) = points[0], points[-1]
         return (n1 - n0) / (t1 - t0)
+
+    def median_units_per_s(self, since: float, until: float, clock: int = 2,
+                           parts: int = 5) -> float:
+        """The median throughput of ``parts`` equal windows between two moments: a pause of
+        the machine (another tenant, a page-cache flush) moves one window, not the figure."""
+        step = (until - since) / parts
+        rates = sorted(self.units_per_s(since + i * step, since + (i + 1) * step, clock)
+                       for i in range(parts))
+        return rates[parts // 2]
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -176,11 +186,21 @@ def test_attach_profiles_the_running_program_and_leaves_it_running_as_before(tar
 
 def test_twenty_attach_detach_cycles_leave_output_exit_status_throughput_and_memory(target):
     t = target("steady", "120", "3")
+    # The same program, never attached: this VM's speed drifts by +-20% over seconds (per CPU
+    # second too, and differently on each vCPU), so both share one CPU and the reference's
+    # ratio divides the target's.
+    reference = target("steady", "120", "3")
+    shared_cpu = max(os.sched_getaffinity(0))
+    for p in (t, reference):
+        os.sched_setaffinity(p.proc.pid, {shared_cpu})
     t.wait_for("progress")
-    time.sleep(2.0)
-    baseline = t.units_per_s(time.monotonic() - 2.0, time.monotonic())
-    baseline_cpu = t.units_per_s(time.monotonic() - 2.0, time.monotonic(), clock=3)
-    rss_before = t.rss_bytes()
+    reference.wait_for("progress")
+    time.sleep(2.5)
+    mark = time.monotonic()
+    before = {p: (p.median_units_per_s(mark - 2.5, mark),
+                  p.median_units_per_s(mark - 2.5, mark, clock=3)) for p in (t, reference)}
+    rss_before, anon_before = t.rss_bytes(), t.rss_bytes("RssAnon")
+    ref_before = reference.rss_bytes("RssAnon")
     rss_after_first = None
     cycles_started = time.monotonic()
     for cycle in range(20):
@@ -191,23 +211,31 @@ def test_twenty_attach_detach_cycles_leave_output_exit_status_throughput_and_mem
         if cycle == 0:
             time.sleep(0.3)
             rss_after_first = t.rss_bytes()
-    rss_after = t.rss_bytes()
+    rss_after, anon_after = t.rss_bytes(), t.rss_bytes("RssAnon")
+    ref_drift = reference.rss_bytes("RssAnon") - ref_before
     cycles_s = time.monotonic() - cycles_started
     mark = time.monotonic()
-    time.sleep(2.0)
-    after = t.units_per_s(mark, time.monotonic())
-    ratio = after / baseline
-    cpu_ratio = t.units_per_s(mark, time.monotonic(), clock=3) / baseline_cpu
-    print(f"throughput after/before 20 cycles: {ratio:.3f} (per CPU second: {cpu_ratio:.3f})  rss +{(rss_after - rss_before) / 2**20:.2f}"
-          f" MiB (after the first: +{(rss_after_first - rss_before) / 2**20:.2f} MiB); "
-          f"20 cycles took {cycles_s:.1f} s")
-    # Per CPU second: what hooks left behind would slow; a busy machine moves it less (0.91 to
-    # 1.16 measured here over 2 s windows). Per wall second the machine's load shows (0.7-1.3
-    # without any attach), hence the loose bound; both are printed (docs/long-running.md).
-    assert cpu_ratio > 0.8
-    assert ratio > 0.5
-    # peakline's modules and core stay loaded (documented footprint <= 5 MiB); cycles add nothing.
-    assert rss_after - rss_before < 5 * 2**20
+    time.sleep(2.5)
+    after = {p: (p.median_units_per_s(mark, mark + 2.5),
+                 p.median_units_per_s(mark, mark + 2.5, clock=3)) for p in (t, reference)}
+    ratio, cpu_ratio = (after[t][i] / before[t][i] for i in (0, 1))
+    ref_ratio, ref_cpu_ratio = (after[reference][i] / before[reference][i] for i in (0, 1))
+    print(f"throughput after/before 20 cycles: {ratio:.3f} (per CPU second: {cpu_ratio:.3f}); "
+          f"never-attached reference: {ref_ratio:.3f} ({ref_cpu_ratio:.3f}); "
+          f"rss +{(rss_after - rss_before) / 2**20:.2f} MiB, of it anonymous "
+          f"+{(anon_after - anon_before) / 2**20:.2f} MiB (the reference's: "
+          f"{ref_drift / 2**20:+.2f} MiB; after the first: "
+          f"+{(rss_after_first - rss_before) / 2**20:.2f} MiB); 20 cycles took {cycles_s:.1f} s")
+    # Per CPU second, against the reference: what hooks left behind would slow (a memory
+    # session costs this loop 10-30%). Per wall second the machine's load shows too, hence the
+    # looser bound; all are printed (docs/long-running.md).
+    assert cpu_ratio / ref_cpu_ratio > 0.85
+    assert ratio / ref_ratio > 0.6
+    # peakline's modules and core stay loaded; cycles add nothing (docs/long-running.md, the
+    # footprint left by attach): private memory <= 5 MiB, and with the file pages of the
+    # interpreter and the core that attaching first ran (clean, shared, reclaimable) <= 7 MiB.
+    assert anon_after - anon_before < 5 * 2**20
+    assert rss_after - rss_before < 7 * 2**20
     assert rss_after - rss_after_first < 2 * 2**20
     t.proc.terminate()  # the target's own SIGTERM handler ends its loop
     rc, err = t.finish(60)
@@ -357,6 +385,27 @@ def test_profile_so_far_grows_while_attached_and_the_target_runs_on(target):
     t.proc.terminate()
     rc, err = t.finish()
     assert rc == 4 and err == ""
+
+
+def test_the_agents_own_allocations_are_not_in_the_targets_memory_figures(target):
+    """The target allocates nothing while attached (a sleep loop); each profile_so_far makes
+    the agent's control thread build the raw data (with that thread counted: a 73 KB peak,
+    and 13-16 sampled allocations over 40 snapshots, measured on 3.14). Truth: 0 for the
+    program. What the agent does before its thread can exclude itself (its start, one-off, a
+    few KiB) may still be counted, and was once in ~12 runs with 12 snapshots: one sample is
+    allowed for it."""
+    t = target("idle", "60")
+    t.wait_for("idle")
+    attachment = Attachment.attach(t.proc.pid, SessionOptions(memory=True))
+    try:
+        for _ in range(40):
+            attachment.profile_so_far()
+        profile = attachment.detach()
+    finally:
+        attachment.close()
+    memory = profile.to_dict()["memory"]
+    assert memory["alloc_samples"] <= 1, memory
+    assert profile.peak_bytes < 48 * 1024, (profile.peak_bytes, memory)
 
 
 def test_profile_so_far_returns_the_final_profile_when_the_target_exits(target):
