@@ -16,7 +16,7 @@ too, and the data is dropped. If the process exits while attached, an atexit han
 the session and sends what was measured, with ``"exited": True``.
 
 The profile itself is built by the attaching command (peakline.attach), not here: building it
-imports the model and reporters (dataclasses, json, ...: ~2 MiB resident) into a process
+imports the model and reporters (typing, json, ...: ~2 MiB resident) into a process
 that is meant to go on as before. What stays in the process after detaching: this module,
 peakline.session and the modules they import (sys.modules keeps them), and the loaded core
 extension with its inert hooks (docs/long-running.md, "Attach").

@@ -456,7 +456,7 @@ class _OwnProfile:
 
         ``at_exit``: the interpreter is exiting. CPython dies by SIGINT after an uncaught
         KeyboardInterrupt only if no string was exec'd or eval'd since; building the profile
-        does (dataclasses), so the interpreter's flag is read first and set again after."""
+        does (the records' generated __init__), so the interpreter's flag is read first and set again after."""
         self.once(self._finish, exit_code, at_exit)
 
     def _finish(self, exit_code: int | None, at_exit: bool) -> None:

@@ -166,7 +166,7 @@ def remove_exec(callback) -> None:
 # ---- uncaught KeyboardInterrupt ------------------------------------------------------------
 # CPython >= 3.8 ends by SIGINT after an uncaught KeyboardInterrupt ended __main__, unless a
 # string was exec'd or eval'd before the interpreter exits (run_eval_code_obj resets its
-# _Py_UnhandledKeyboardInterrupt flag). Building a profile at exit does (dataclasses), so the
+# _Py_UnhandledKeyboardInterrupt flag). Building a profile at exit does (model/schema.py: each record's __init__), so the
 # exit paths read the flag first and set it again afterwards.
 
 

@@ -41,7 +41,7 @@ _MISSING_CPU_MIN_S = 0.5
 
 
 # Session start imports as little as it can: what is imported before the program runs is
-# resident while it runs (dataclasses alone pulls in inspect, about 1 MiB; typing 0.6 MiB). The
+# resident while it runs (typing alone is 0.6 MiB). The
 # model and the reporters are imported when the profile is built.
 _OPTION_DEFAULTS = {
     "cpu_sampling_interval_s": DEFAULT_CPU_INTERVAL_S,  # float

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import textwrap
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 from peakline.model import profile as profile_module
 from peakline.model import records
 from peakline.model.profile import Profile
-from peakline.model.schema import field_names
+from peakline.model.schema import all_field_names, field_names, is_record
 from peakline_proc import run_peakline
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "profile-format.md"
@@ -127,13 +126,13 @@ def _keys(value, path: str = "") -> set[tuple[str, str]]:
 def _unknown(record, where: str = "") -> list[str]:
     """The fields a reader kept in ``extra`` (not declared), anywhere in the model."""
     out = [f"{where}.{key}" for key in getattr(record, "extra", None) or ()]
-    for item in dataclasses.fields(record):
-        value = getattr(record, item.name)
+    for name in all_field_names(type(record)):
+        value = getattr(record, name)
         values = value.values() if isinstance(value, dict) else (
             value if isinstance(value, list) else [value])
         for v in values:
-            if dataclasses.is_dataclass(v):
-                out += _unknown(v, f"{where}.{item.name}")
+            if is_record(v):
+                out += _unknown(v, f"{where}.{name}")
     return out
 
 

@@ -3,7 +3,8 @@
 A record class lists its fields in ``_FIELDS`` (in the order the file writes them), each a
 ``_Field``: the JSON name, its checker (peakline.model.checks), whether the file must hold it,
 the model's default, how it is written, and how merged profiles combine it. ``@record`` makes
-the class a dataclass with exactly those fields (plus ``extra``), so that
+the class a record with exactly those fields (plus ``extra``): an ``__init__``, ``__eq__`` and
+``__repr__`` as a dataclass would have, so that
 
 * reading (``_from_json``: validation) and writing (``to_dict``) walk the same table;
 * merging (peakline.model.merge) adds up the fields declared ``merge=SUM`` (``summed``);
@@ -18,9 +19,8 @@ by an older peakline loses nothing. Fields added later (memory, GPU) are declare
 
 from __future__ import annotations
 
-import dataclasses
+from collections import namedtuple
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from peakline.model.checks import Checker, _Invalid, _at, _list_of, _object
@@ -40,28 +40,17 @@ def _same(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class _Field:
+class _Field(namedtuple("_Field", "name check dump required default factory merge",
+                        defaults=(_same, True, NO_DEFAULT, None, None))):
     """One JSON field of a record. ``default``: the model's value when built without it
     (None for an optional field unless given; ``factory`` for a fresh list); ``dump``: the
     value as written; ``merge``: ``SUM`` or None (the parent's value stays)."""
 
-    name: str
-    check: Checker
-    dump: Callable[[Any], Any] = _same
-    required: bool = True
-    default: Any = NO_DEFAULT
-    factory: Callable[[], Any] | None = None
-    merge: str | None = None
+    __slots__ = ()
 
-    def dataclass_field(self, *, kw_only: bool) -> Any:
-        if self.factory is not None:
-            return dataclasses.field(default_factory=self.factory)
-        if self.default is not NO_DEFAULT:
-            return dataclasses.field(default=self.default)
-        if not self.required:
-            return dataclasses.field(default=None)
-        return dataclasses.field(kw_only=kw_only) if kw_only else dataclasses.field()
+    @property
+    def has_default(self) -> bool:
+        return self.factory is not None or self.default is not NO_DEFAULT or not self.required
 
 
 def _optional(name: str, check: Checker, default: Any = None, *,
@@ -122,25 +111,87 @@ class _Record:
         return out
 
 
+class _Factory:
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY: Any = _Factory()  # the parameter default of a field made by a factory
+
+
 def record(cls: type) -> Any:
-    """``cls`` as a dataclass whose fields are its ``_FIELDS``, in that order (a field without
-    a default that follows one with a default is keyword-only), plus ``extra`` for a
-    ``_Record``. The class body keeps its methods and properties."""
-    fields: list[tuple[str, Any, Any]] = []
-    defaulted = False
-    for spec in cls._FIELDS:
-        has_default = (spec.factory is not None or spec.default is not NO_DEFAULT
-                       or not spec.required)
-        fields.append((spec.name, Any, spec.dataclass_field(kw_only=defaulted and not has_default)))
-        defaulted = defaulted or has_default
+    """``cls`` with an ``__init__`` taking its ``_FIELDS`` in that order (a field without a
+    default that follows one with a default is keyword-only), plus ``extra`` for a
+    ``_Record``; ``__eq__`` and ``__repr__`` over the same fields. The class body keeps its
+    methods and properties.
+
+    What dataclasses would make, made with one small ``exec`` per class: the records are
+    built in the profiled process once its program has ended, where dataclasses' import
+    (inspect, ...) and class processing cost 15 ms of CPU per run (docs/architecture.md)."""
+    specs = list(cls._FIELDS)
     if issubclass(cls, _Record):
-        fields.append(("extra", dict, dataclasses.field(default_factory=dict)))
-    namespace = {key: value for key, value in vars(cls).items()
-                 if key not in ("__dict__", "__weakref__") and not key.startswith("__annotat")}
-    made = dataclasses.make_dataclass(cls.__name__, fields, bases=cls.__bases__,
-                                      namespace=namespace)
-    made.__module__, made.__qualname__ = cls.__module__, cls.__qualname__
-    return made
+        specs.append(_Field("extra", _object, factory=dict))
+    names = tuple(spec.name for spec in specs)
+    positional: list[str] = []
+    keyword_only: list[str] = []
+    body: list[str] = []
+    env: dict[str, Any] = {"_FACTORY": _FACTORY}
+    defaulted = False
+    for i, spec in enumerate(specs):
+        name = spec.name
+        if spec.factory is not None:
+            env[f"_f{i}"] = spec.factory
+            param = f"{name}=_FACTORY"
+            body.append(f"self.{name} = _f{i}() if {name} is _FACTORY else {name}")
+        else:
+            if spec.default is not NO_DEFAULT:
+                env[f"_d{i}"] = spec.default
+                param = f"{name}=_d{i}"
+            elif not spec.required:
+                param = f"{name}=None"
+            else:
+                param = name
+            body.append(f"self.{name} = {name}")
+        if defaulted and not spec.has_default:
+            keyword_only.append(param)
+        else:
+            positional.append(param)
+        defaulted = defaulted or spec.has_default
+    params = ", ".join(["self", *positional, *(["*", *keyword_only] if keyword_only else [])])
+    source = f"def __init__({params}):\n    " + "\n    ".join(body or ["pass"]) + "\n"
+    exec(compile(source, f"<record {cls.__qualname__}>", "exec"), env)  # noqa: S102
+    init = env["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init
+    cls._field_names = names
+    cls.__eq__ = _record_eq
+    cls.__repr__ = _record_repr
+    cls.__hash__ = None  # mutable, compared by value
+    cls.__match_args__ = names
+    return cls
+
+
+def _record_eq(self, other: Any) -> Any:
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    names = self._field_names
+    return (tuple(getattr(self, name) for name in names)
+            == tuple(getattr(other, name) for name in names))
+
+
+def _record_repr(self) -> str:
+    fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._field_names)
+    return f"{type(self).__qualname__}({fields})"
+
+
+def is_record(value: Any) -> bool:
+    """Whether ``value`` is an instance of a class made by ``record``."""
+    return "_field_names" in type(value).__dict__
+
+
+def all_field_names(cls: type) -> tuple[str, ...]:
+    """The fields of a ``record`` class, ``extra`` included (for a ``_Record``)."""
+    return cls._field_names
 
 
 def field_names(cls: type) -> tuple[str, ...]:

@@ -9,14 +9,13 @@ giving either threshold on the command line) only active lines, functions and fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from peakline.model.profile import FileRecord, FunctionRecord, LineRecord
 from peakline.reporters import DEFAULT_CPU_PERCENT_THRESHOLD, DEFAULT_MALLOC_THRESHOLD_BYTES
 
 
-@dataclass(frozen=True)
-class ReportFilter:
+class ReportFilter(NamedTuple):
     reduced: bool = False
     cpu_percent_threshold: float = DEFAULT_CPU_PERCENT_THRESHOLD
     malloc_threshold_bytes: int = DEFAULT_MALLOC_THRESHOLD_BYTES

@@ -12,7 +12,7 @@ the processes' peaks (``peak_bytes_sum``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from peakline.model.leaks import LEAK_REPORT_THRESHOLD
 from peakline.model.profile import LineRecord, Profile
@@ -24,8 +24,7 @@ PEAK_HOLDERS_MAX = 5
 PEAK_HOLDER_MIN_SHARE = 0.05  # of the peak: smaller holders are not singled out
 
 
-@dataclass(frozen=True)
-class PeakBasis:
+class PeakBasis(NamedTuple):
     """The peak that per-line holdings are shown against, and how to read a line's holding."""
 
     kind: str  # "process" | "tree" | "each_process"
@@ -53,8 +52,7 @@ def peak_basis(profile: Profile) -> PeakBasis | None:
     return PeakBasis("process", profile.peak_bytes or 0, when, "the peak", "live_at_peak_bytes")
 
 
-@dataclass(frozen=True)
-class HeldLine:
+class HeldLine(NamedTuple):
     filename: str
     line: LineRecord
     held_bytes: int  # what the line held at the basis's peak

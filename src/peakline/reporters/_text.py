@@ -9,14 +9,12 @@ sequences of its own.
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from peakline.reporters._format import SPARK_ASCII, SPARK_BLOCKS
 
 
-@dataclass(frozen=True)
-class Glyphs:
+class Glyphs(NamedTuple):
     bar: str
     rule: str
     cross: str

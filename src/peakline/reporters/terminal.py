@@ -34,8 +34,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from peakline.model.leaks import LEAK_REPORT_THRESHOLD
 from peakline.model.profile import FileRecord, FunctionRecord, LineRecord, Profile
@@ -186,8 +185,7 @@ def _submitted_work(view: _View) -> None:
 
 # ---- columns ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class _Column:
+class _Column(NamedTuple):
     group: str  # shown above the first visible column of its group (memory profiles only)
     label: str
     width: int
