@@ -661,7 +661,7 @@ def _after_fork_in_child() -> None:
         return
     _core.reset_after_fork()
     directory = os.environ.get(CHILD_DIR_ENV)
-    if not directory:
+    if not directory or _forked_to_exec(sys._getframe(1)):
         return
     session = Session(parent.options, program=f"{parent.program} (fork)", argv=list(sys.argv))
     own = _OwnProfile(session, directory, parent.pid, "fork")
@@ -676,6 +676,16 @@ def _after_fork_in_child() -> None:
     _own = own
     _own.write_started_marker()
     _install_exit_handlers()
+
+
+def _forked_to_exec(frame) -> bool:
+    """Whether the fork that runs the at-fork hooks is subprocess's, which runs them only to
+    call a ``preexec_fn`` and then execs the new program (a Python one profiles itself as a
+    spawned child; anything else is no copy of this program). ``frame``: the Python frame
+    that forked. Profiled, such a child would be listed as one that never wrote its profile."""
+    code = frame.f_code if frame is not None else None
+    return (code is not None and code.co_name == "_execute_child"
+            and os.path.basename(code.co_filename) == "subprocess.py")
 
 
 def finish_forked_child(exit_code: int | None) -> None:

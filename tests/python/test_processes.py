@@ -303,6 +303,26 @@ def test_pool_terminate_ends_its_fork_workers(tmp_path):
     assert (result.returncode, result.stdout) == (0, expected.stdout), result.stderr
 
 
+def test_subprocess_with_preexec_fn_lists_only_the_programs_it_ran(tmp_path):
+    """A preexec_fn makes subprocess fork (and run the at-fork hooks, to call it) and then
+    exec: the forked copy is not this program. Exec'ing /bin/true three times and a Python
+    child once, the profile lists the parent and the Python child, both merged, and no
+    "never wrote its profile" rows (there were three)."""
+    program = tmp_path / "preexec.py"
+    program.write_text(
+        "import subprocess, sys\n"
+        "for _ in range(3):\n"
+        "    subprocess.run(['/bin/true'], preexec_fn=lambda: None, check=True)\n"
+        "subprocess.run([sys.executable, '-c', 'print(sum(i * i for i in range(300_000)))'],\n"
+        "               preexec_fn=lambda: None, check=True)\n")
+    result = run_peakline(["--no-report", str(program)], tmp_path, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(sum(i * i for i in range(300_000)))
+    processes = result.profile()["processes"]
+    assert [p["merged"] for p in processes] == [True, True], processes
+    assert "sum(i * i" in processes[1]["program"]
+
+
 # ---- exec ----------------------------------------------------------------------------------
 
 def test_execv_writes_the_profile_before_and_the_new_image_runs_unprofiled(tmp_path):
