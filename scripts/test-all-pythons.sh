@@ -6,6 +6,10 @@
 #   bash scripts/test-all-pythons.sh prepare     # make the root, or reuse it (network-bound)
 #   bash scripts/test-all-pythons.sh run [ARGS]  # prepare if needed, then build and test;
 #                                                # ARGS go to pytest
+#   bash scripts/test-all-pythons.sh bench       # peakline's overhead on the pure-Python
+#                                                # micro set on each version (not in CI: ~6
+#                                                # min a version, on an otherwise idle machine);
+#                                                # reports in benchmarks/results/python-3.X*
 #
 # PEAKLINE_FORKY_ROOT      where the root lives and is kept between runs
 #                          (default /var/cache/peakline/forky, outside the checkout)
@@ -166,11 +170,50 @@ run() {
   return $status
 }
 
+# bench_version LABEL PYTHON: benchmarks/run_overhead.py with that interpreter (--no-venv: in a
+# throwaway venv with peakline built there), CPU-only and full against the unprofiled program.
+bench_version() {
+  local v=$1 python=$2
+  local work=/tmp/peakline-bench-$v
+  rm -rf "$ROOT$work"
+  mkdir -p "$ROOT$work/src" benchmarks/results
+  git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - |
+    tar -xf - -C "$ROOT$work/src"
+  log "CPython $v: peakline's overhead on the micro set (in $ROOT)"
+  in_root /bin/bash -c '
+    set -u
+    python=$1 work=$2 v=$3
+    cd "$work/src"
+    $python -m venv "$work/venv" && "$work/venv/bin/python" -m pip install -q . || exit 1
+    "$work/venv/bin/python" benchmarks/run_overhead.py --no-venv \
+      --tools plain,peakline,peakline-full --workloads nbody,fib,json_roundtrip,object_churn \
+      --no-accuracy --no-cost --no-chart \
+      --report "$work/python-$v.md" --json "$work/python-$v.json"
+  ' sh "$python" "$work" "$v"
+  local status=$?
+  cp "$ROOT$work/python-$v.md" "$ROOT$work/python-$v.json" benchmarks/results/ 2>/dev/null
+  rm -rf "$ROOT$work"
+  return $status
+}
+
+bench() {
+  local v status=0
+  prepare
+  for v in $VERSIONS; do
+    bench_version "$v" "python$v" || status=1
+  done
+  if [ -x "$PY314T/bin/python3.14t" ]; then
+    bench_version 3.14t /opt/py314t/bin/python3.14t || status=1
+  fi
+  return $status
+}
+
 # Sourced (scripts/build-free-threaded.sh): the functions only.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   case "${1:-run}" in
     prepare) prepare ;;
     run) shift || true; run "$@" ;;
-    *) echo "usage: $0 [prepare|run [pytest args]]" >&2; exit 2 ;;
+    bench) bench ;;
+    *) echo "usage: $0 [prepare|run [pytest args]|bench]" >&2; exit 2 ;;
   esac
 fi
