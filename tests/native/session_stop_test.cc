@@ -108,5 +108,19 @@ TEST_F(SessionStopTest, AGilHolderWhileTheTickThreadStopsFindsTheSessionStopped)
   EXPECT_FALSE(main_slot->armed);
 }
 
+// Not the stop itself, but the same bookkeeping of thread ids: peakline's own thread that
+// ended no longer excludes its id, which the kernel may give to a thread of the program.
+TEST_F(SessionStopTest, AnExcludedThreadIsForgottenOnceItHasEnded) {
+  auto worker = std::make_unique<BlockedThread>();
+  const pid_t tid = worker->tid();
+  session_->Exclude(tid);
+  ASSERT_TRUE(Call(user_, "tick_x"));
+  EXPECT_TRUE(session_->ExcludedForTesting(tid));  // alive: still excluded
+  EXPECT_FALSE(Listed(tid));
+  worker.reset();  // the thread ends
+  ASSERT_TRUE(Call(user_, "tick_x"));
+  EXPECT_FALSE(session_->ExcludedForTesting(tid));
+}
+
 }  // namespace
 }  // namespace peakline::session

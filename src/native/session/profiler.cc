@@ -84,7 +84,8 @@ PyThreadState* FindThreadState(pid_t tid) {
 
 pid_t g_main_tid = 0;
 MainStackCache g_main_stack;
-// peakline's own Python threads (ExcludeCurrentThread), handed to every new session.
+// peakline's own Python threads (ExcludeCurrentThread), handed to every new session; those
+// that have ended are dropped at the next start.
 std::unordered_set<pid_t> g_excluded_tids PEAKLINE_GUARDED_BY(python::gil);
 
 int ReadMainStack(void* ts, RawFrame* out, int max) {
@@ -242,6 +243,8 @@ Status StartProfiler(const ProfilerConfig& config) {
         "no free real-time signal for CPU sampling (every one is handled, ignored or blocked)");
   }
   ac.start_ns = MonotonicNowNs();
+  // peakline's own threads that have ended are forgotten: the program's may reuse their ids.
+  std::erase_if(g_excluded_tids, [](pid_t tid) { return cpu::ThreadCpuTimeNs(tid) < 0; });
   ac.excluded_tids = g_excluded_tids;
   g_start_ns = ac.start_ns;
   if (Status handler = InstallCpuSignalHandler(ac.signo, CapturePythonStack); !handler.ok()) {

@@ -355,6 +355,8 @@ void SamplingSession::RegisterPythonThreads() {
     const bool gone_for_good = !tstates_.count(*it) && ThreadCpuTimeNs(*it) < 0;
     it = gone_for_good ? finished_tids_.erase(it) : std::next(it);
   }
+  // So is an excluded one (peakline's own): a thread of the program may get its id next.
+  std::erase_if(excluded_tids_, [](pid_t tid) { return ThreadCpuTimeNs(tid) < 0; });
 }
 
 void SamplingSession::ScanNativeThreads(const std::unordered_set<pid_t>& alive) {

@@ -160,6 +160,10 @@ class SamplingSession {
   // synthetic sample records into its ring, as the signal handler would, and the next tick
   // (or the operation a code object's deallocation starts) drains them.
   cpu::ThreadSlot* SlotForTesting(pid_t tid) PEAKLINE_REQUIRES(python::gil);
+  // Unit tests only, GIL held: whether thread tid is excluded (Exclude, or the config's list).
+  bool ExcludedForTesting(pid_t tid) const PEAKLINE_REQUIRES(python::gil) {
+    return excluded_tids_.count(tid) != 0;
+  }
 
  private:
   // One operation (a tick, the final drain, a code-object free) owns the session for its
