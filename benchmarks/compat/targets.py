@@ -97,7 +97,13 @@ SMOKE = ("test_json", "test_mmap", "test_tracemalloc")
 # Tests whose outcome varies between unprofiled runs on a loaded 2-CPU machine (seen here,
 # or known from CPython's own buildbots); a difference in them is listed as flaky, not counted.
 # Tests that differ between this run's own unprofiled runs are added to them automatically.
-KNOWN_FLAKY: dict[str, str] = {}
+KNOWN_FLAKY: dict[str, str] = {
+    "test.test_tracemalloc.TestTracemallocEnabled.test_snapshot":
+        "flaky without peakline: it asserts that the trace at index 1 of a snapshot has more "
+        "than 10 frames, and which allocation lands at that index varies (CPython's own "
+        "comment there: 'This can vary'). It failed in an unprofiled run of the smoke set "
+        "(CI, 2026-12-02) and passed in the profiled one.",
+}
 
 # Why a test differs under peakline, where that is understood: test-id pattern -> explanation.
 EXPLAINED: dict[str, str] = {
