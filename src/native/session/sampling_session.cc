@@ -185,6 +185,15 @@ void SamplingSession::Start() {
     NameThread(thread_.native_handle(), "peakline-tick");
   }
   thread_started_ = true;
+  // Until the thread has made its first allocation (its thread state): glibc gives a thread
+  // its own malloc arena then, 64 MiB of address space, and that must be taken before the
+  // program runs, not at some point after its first line (a program that caps its address
+  // space with RLIMIT_AS would lose 64 MiB of its headroom). Bounded: a thread that cannot
+  // start within a second does so later.
+  MutexLock lock(&mu_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (!running_ && cv_.WaitUntil(&mu_, deadline)) {
+  }
 }
 
 void SamplingSession::StopThread() {
@@ -217,6 +226,11 @@ void SamplingSession::Run() {
   own_tid_ = CurrentTid();
   hooks::MarkCurrentThreadInternal();
   PyThreadState* ts = PyThreadState_New(PyInterpreterState_Main());
+  {
+    MutexLock lock(&mu_);
+    running_ = true;  // Start waits for it
+  }
+  cv_.NotifyAll();
   int64_t tick = 0;
   for (;;) {
     {

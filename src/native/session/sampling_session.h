@@ -107,8 +107,9 @@ class SamplingSession {
   explicit SamplingSession(const SamplingSessionConfig& config);
   ~SamplingSession();
 
-  // GIL held. Registers the calling thread's interpreter threads and starts the tick thread.
-  void Start() PEAKLINE_REQUIRES(python::gil);
+  // GIL held. Registers the calling thread's interpreter threads and starts the tick thread;
+  // returns once it runs (its malloc arena taken before the program goes on), or after 1 s.
+  void Start() PEAKLINE_REQUIRES(python::gil) PEAKLINE_EXCLUDES(mu_);
   // The stop, in three steps (session/profiler.cc, StopProfiler):
   // GIL held: from now on no thread is registered (no new timer: a thread's start is not
   // recorded, its end still is) and no catch-up tick runs; every timer is deleted.
@@ -287,8 +288,9 @@ class SamplingSession {
   std::vector<ThreadEvent> pending_thread_events_ PEAKLINE_GUARDED_BY(python::gil);
 
   Mutex mu_;
-  CondVar cv_;  // rung by StopThread
+  CondVar cv_;  // rung by StopThread, and by the thread once running
   bool stop_ PEAKLINE_GUARDED_BY(mu_) = false;
+  bool running_ PEAKLINE_GUARDED_BY(mu_) = false;  // the thread has its thread state
   bool stopped_ PEAKLINE_GUARDED_BY(python::gil) = false;  // after StopTimers: no new timers
   std::atomic<bool> thread_started_{false};
   std::thread thread_;
