@@ -4,7 +4,8 @@ A run's outcomes come from the JSON lines runner.py wrote. A test that started b
 outcome was running when the run ended (killed at its time limit, or the process died): it
 gets "timeout" or "crashed". Comparison: the unprofiled (baseline) runs give each test its
 expected outcome; a test whose baseline runs disagree, or that is listed in
-targets.KNOWN_FLAKY, is flaky and never counted as a difference. Every other test whose outcome
+targets.KNOWN_FLAKY, is flaky and never counted as a difference (nor is a different exit status when only flaky
+tests came out differently). Every other test whose outcome
 under a profiled mode is not its baseline outcome is a difference (a test missing from one side
 counts too, as "absent").
 """
@@ -129,7 +130,12 @@ def compare(baselines: list[RunResult], profiled: RunResult, *,
                                       profiled.details.get(test, ""), why))
     notes = []
     baseline_codes = [b.exit_code for b in baselines]
-    if profiled.exit_code not in baseline_codes and not profiled.timed_out:
+    # A test runner's exit status follows its tests' outcomes: when only flaky tests came out
+    # differently, so may the status, and that is no difference either.
+    flaky_changed = any(reference.outcomes.get(t, ABSENT) != profiled.outcomes.get(t, ABSENT)
+                        for t in flaky)
+    if (profiled.exit_code not in baseline_codes and not profiled.timed_out
+            and not (flaky_changed and not differences)):
         notes.append(f"exit status {profiled.exit_code} (unprofiled: "
                      f"{', '.join(map(str, baseline_codes))})")
     if profiled.timed_out:

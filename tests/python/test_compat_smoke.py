@@ -137,6 +137,25 @@ def test_flaky_tests_are_listed_not_counted(compat):
     assert result.identical == 0
 
 
+def test_an_exit_status_that_only_flaky_tests_changed_is_no_difference(compat):
+    compare, _, _ = compat
+
+    def run(mode, exit_code, **outcomes):
+        return compare.RunResult("t", mode, 0, exit_code, 1.0, False, True, outcomes, {})
+
+    baselines = [run("plain", 1, a="passed", c="failed")]  # c failed unprofiled: status 1
+    flaky_only = compare.compare(baselines, run("full", 0, a="passed", c="passed"),
+                                 known_flaky={"c": "known to vary"}, explained={})
+    assert (flaky_only.differences, flaky_only.notes) == ([], [])
+    with_a_real_one = compare.compare(baselines, run("full", 0, a="failed", c="passed"),
+                                      known_flaky={"c": "known to vary"}, explained={})
+    assert [d.test for d in with_a_real_one.differences] == ["a"]
+    assert with_a_real_one.notes == ["exit status 0 (unprofiled: 1)"]
+    steady = compare.compare(baselines, run("full", 0, a="passed", c="failed"),
+                             known_flaky={"c": "known to vary"}, explained={})
+    assert steady.notes == ["exit status 0 (unprofiled: 1)"]  # no test explains the status
+
+
 def test_a_killed_run_names_the_test_that_was_running(tmp_path, compat):
     compare, _, _ = compat
     path = tmp_path / "cut.jsonl"
