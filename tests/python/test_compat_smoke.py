@@ -33,7 +33,7 @@ def compat(monkeypatch):
 
 
 def test_smoke_modules_have_their_unprofiled_outcomes_under_peakline(tmp_path, compat):
-    compare, report, _ = compat
+    compare, report, targets = compat
     md, raw = tmp_path / "compat.md", tmp_path / "compat.json"
     result = subprocess.run(
         [sys.executable, str(BENCH / "compat" / "run.py"), "--smoke", "--quiet",
@@ -50,8 +50,13 @@ def test_smoke_modules_have_their_unprofiled_outcomes_under_peakline(tmp_path, c
     assert {t for t, _ in runs} == {"test_json", "test_mmap", "test_tracemalloc"}
     for (target, mode), run in runs.items():
         # The runner saw the whole module, not an import error: these modules hold 40-170
-        # tests each, nearly all of which pass here.
-        assert run["finished"] and run["exit_code"] == 0, (target, mode, run["stderr_tail"])
+        # tests each, nearly all of which pass here. A run fails as a whole only through a
+        # known-flaky test (whose failure text is shown if anything else failed).
+        failing = {t: run["details"].get(t, "")[-800:] for t, o in run["outcomes"].items()
+                   if o in ("failed", "error")}
+        assert run["finished"], (target, mode, run["stderr_tail"])
+        assert not set(failing) - set(targets.KNOWN_FLAKY), (target, mode, failing)
+        assert run["exit_code"] == (1 if failing else 0), (target, mode, run["stderr_tail"])
         passed = sum(1 for o in run["outcomes"].values() if o == "passed")
         assert passed >= 30, (target, mode, compare.counts(run["outcomes"]))
         if mode == "full":
