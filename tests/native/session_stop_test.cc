@@ -8,8 +8,10 @@
 // (scripts/sanitize.sh --tsan).
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
 
 #include "session_harness.h"
@@ -117,7 +119,9 @@ TEST_F(SessionStopTest, AnExcludedThreadIsForgottenOnceItHasEnded) {
   ASSERT_TRUE(Call(user_, "tick_x"));
   EXPECT_TRUE(session_->ExcludedForTesting(tid));  // alive: still excluded
   EXPECT_FALSE(Listed(tid));
-  worker.reset();  // the thread ends
+  worker.reset();  // the thread ends; the kernel releases it a moment after the join
+  const std::string task = "/proc/self/task/" + std::to_string(tid);
+  for (int i = 0; i < 1000 && access(task.c_str(), F_OK) == 0; ++i) usleep(1000);
   ASSERT_TRUE(Call(user_, "tick_x"));
   EXPECT_FALSE(session_->ExcludedForTesting(tid));
 }

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -249,6 +250,12 @@ TEST(ArmThreadCpuTimerTest, SignalIsDirectedAtTheThreadNotTheProcess) {
 TEST(ArmThreadCpuTimerTest, FailsForADeadThread) {
   pid_t dead = 0;
   std::thread([&] { dead = CurrentTid(); }).join();
+  // join() returns when the kernel clears the thread's tid word, before the exiting task is
+  // released: for a moment its CPU clock still resolves (a CI run armed a timer on it). Wait
+  // until /proc no longer lists it.
+  const std::string task = "/proc/self/task/" + std::to_string(dead);
+  for (int i = 0; i < 1000 && access(task.c_str(), F_OK) == 0; ++i) usleep(1000);
+  ASSERT_NE(access(task.c_str(), F_OK), 0) << "thread " << dead << " still listed after 1 s";
   timer_t timer;
   const Status armed =
       ArmThreadCpuTimer(dead, TestSignal(), nullptr, kIntervalNs, kIntervalNs, &timer);
