@@ -30,6 +30,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)   # the live view is read through a real terminal
 [ -x /usr/bin/time ] || missing+=(time)   # the benchmark harness reads a program's peak RSS with it
+# A profiled program that dies of a fault dumps core; the tests print its native backtrace.
+command -v gdb >/dev/null 2>&1 || missing+=(gdb)
 # CPython 3.14/3.15 come from a Debian forky root made with debootstrap (as root only).
 if [ "$(id -u)" -eq 0 ] && [ -n "${PEAKLINE_CHROOT_PYTHONS-3.14 3.15}" ]; then
   command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
@@ -56,8 +58,11 @@ fi
 # A regular (non-editable) install: the tests import the installed package, with its compiled
 # extension, never ./src (pytest runs from the repo root, where no peakline/ folder exists).
 # Third-party versions are pinned (constraints/test.txt), refreshed on purpose only.
+# Not stripped: the symbol table names the core's functions in a crash's backtrace
+# (tests/python/peakline_proc.py); the code is the release build's.
 log "pip install '.[test]' with $PYTHON"
-"$PYTHON" -m pip install --disable-pip-version-check -c constraints/test.txt '.[test]'
+"$PYTHON" -m pip install --disable-pip-version-check -c constraints/test.txt \
+  --config-settings=install.strip=false '.[test]'
 
 # --- C++ unit tests ---------------------------------------------------------------------------
 if [ -f tests/native/CMakeLists.txt ] && ls tests/native/*.cc >/dev/null 2>&1; then

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -41,9 +44,54 @@ def run_peakline(args: list[str], tmp_path: Path, *, outfile: str = "profile.jso
                  env: dict[str, str] | None = None) -> Result:
     out = tmp_path / outfile
     cmd = [sys.executable, "-m", "peakline", "run", "--outfile", str(out), *args]
+    # No test expects `peakline run` itself to die of a fault: if it does, the failure shows
+    # every thread's Python stack (faulthandler) and, from the core, the native ones.
     proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout,
-                          cwd=tmp_path, env={**os.environ, **(env or {})})
-    return Result(proc.returncode, proc.stdout, proc.stderr, out)
+                          cwd=tmp_path, env={"PYTHONFAULTHANDLER": "1", **os.environ, **(env or {})},
+                          preexec_fn=_allow_core_dump)
+    stderr = proc.stderr
+    if -proc.returncode in _FAULTS:
+        every, faulting = crash_backtraces(tmp_path)
+        # All of it in the test's captured output (pytest shows it with the failure); the
+        # faulting thread's native stack also at the end of stderr, which the tests' assertion
+        # messages show the last few thousand characters of.
+        print(f"peakline run died of signal {-proc.returncode}; its stderr:\n{proc.stderr}\n"
+              f"--- native backtraces ---\n{every}")
+        stderr += f"\n--- the faulting thread's native backtrace ---\n{faulting}"
+    return Result(proc.returncode, proc.stdout, stderr, out)
+
+
+_FAULTS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT}
+
+
+def _allow_core_dump() -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+
+
+def crash_backtraces(folder: Path) -> tuple[str, str]:
+    """(every thread's native backtrace, the faulting thread's) from the core file a crash
+    left in ``folder`` (the kernel's default core_pattern), or why there is none."""
+    cores = sorted(folder.glob("core*"), key=lambda p: p.stat().st_mtime)
+    if not cores:
+        pattern = Path("/proc/sys/kernel/core_pattern").read_text().strip()
+        why = f"[no core file in {folder}; core_pattern is {pattern!r}]"
+        return why, why
+    if shutil.which("gdb") is None:
+        why = f"[core file {cores[-1]}; gdb is not installed]"
+        return why, why
+    mark = "=== the faulting thread ==="
+    try:
+        proc = subprocess.run(
+            ["gdb", "-batch", "-nx", "-ex", "set print frame-arguments none",
+             "-ex", "thread apply all bt 30", "-ex", f"echo {mark}\\n", "-ex", "bt 16",
+             sys.executable, str(cores[-1])],
+            capture_output=True, text=True, timeout=180)
+    except subprocess.TimeoutExpired:
+        why = f"[gdb timed out on {cores[-1]}]"
+        return why, why
+    every, _, faulting = proc.stdout.partition(mark)
+    return every, faulting or proc.stdout[-3000:] + proc.stderr[-1000:]
 
 
 def marked_lines(path: Path) -> dict[str, int]:
