@@ -58,11 +58,12 @@ fi
 # A regular (non-editable) install: the tests import the installed package, with its compiled
 # extension, never ./src (pytest runs from the repo root, where no peakline/ folder exists).
 # Third-party versions are pinned (constraints/test.txt), refreshed on purpose only.
-# Not stripped: the symbol table names the core's functions in a crash's backtrace
+# With its symbol table: it names the core's functions in a crash's backtrace
 # (tests/python/peakline_proc.py); the code is the release build's.
 log "pip install '.[test]' with $PYTHON"
 "$PYTHON" -m pip install --disable-pip-version-check -c constraints/test.txt \
-  --config-settings=install.strip=false '.[test]'
+  --config-settings=cmake.define.PEAKLINE_KEEP_SYMBOLS=ON --config-settings=install.strip=false \
+  '.[test]'
 
 # --- C++ unit tests ---------------------------------------------------------------------------
 if [ -f tests/native/CMakeLists.txt ] && ls tests/native/*.cc >/dev/null 2>&1; then
