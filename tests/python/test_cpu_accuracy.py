@@ -77,12 +77,6 @@ def test_threads_are_sampled_by_their_own_cpu_time(tmp_path, mode):
     thread's own measured CPU time (time.thread_time) and the 4:2:1 split. "short": ten
     rounds of three new threads of ~48, 24 and 12 ms — a thread's CPU counts from its birth
     to its end, not from the next tick to its last sample."""
-    if mode == "short" and sys.version_info >= (3, 14):
-        # 3.14 runs this loop ~1.6x faster: the 12 ms thread lasts ~8 ms of CPU, about two
-        # scheduler ticks, and a CPU-time timer fires only at a tick while the thread runs: on
-        # a loaded machine such a thread can end without a sample, its CPU then charged to
-        # threading's frames (docs/architecture.md, "_core.thread_finishing"). Not yet fixed.
-        pytest.skip("threads shorter than one sampling interval: not yet accurate on 3.14+")
     truth_file = tmp_path / "truth.json"
     res = run_peakline(["--no-report", str(PROGRAMS / "threads_421.py"), mode, str(truth_file)],
                        tmp_path)
