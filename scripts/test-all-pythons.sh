@@ -52,7 +52,7 @@ OPTIONAL_PACKAGES=(numpy pandas)
 log() { printf '\n== %s (%s, +%ss)\n' "$*" "$(date -u +%H:%M:%S)" "$SECONDS"; }
 
 packages() {
-  local v list="g++ cmake"
+  local v list="g++ cmake ccache"
   for v in $VERSIONS; do list="$list python$v-dev python$v-venv"; done
   echo "$list"
 }
@@ -136,6 +136,11 @@ run_version() {
     set -u
     v=$1 python=$2 work=$3; shift 3
     cd "$work/src"
+    # ccache, kept in the root: the versions share the core'"'"'s Python-independent half.
+    if command -v ccache >/dev/null 2>&1; then
+      export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache \
+        CCACHE_DIR=/var/cache/ccache CCACHE_BASEDIR="$work/src"
+    fi
     $python -VV
     $python -m venv "$work/venv" || exit 1
     py=$work/venv/bin/python
