@@ -41,16 +41,19 @@ class Result:
 
 def run_peakline(args: list[str], tmp_path: Path, *, outfile: str = "profile.json",
                  input: str | None = None, timeout: float = 120,
-                 env: dict[str, str] | None = None) -> Result:
+                 env: dict[str, str] | None = None, expect_fault: bool = False) -> Result:
     out = tmp_path / outfile
     cmd = [sys.executable, "-m", "peakline", "run", "--outfile", str(out), *args]
-    # No test expects `peakline run` itself to die of a fault: if it does, the failure shows
-    # every thread's Python stack (faulthandler) and, from the core, the native ones.
+    # Unless a test makes its program fault on purpose (expect_fault), `peakline run` dying of
+    # a fault is a defect: the failure then shows every thread's Python stack (faulthandler)
+    # and, from the core, the native ones.
+    diagnose = {} if expect_fault else {"env": {"PYTHONFAULTHANDLER": "1", **os.environ,
+                                                **(env or {})},
+                                        "preexec_fn": _allow_core_dump}
     proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout,
-                          cwd=tmp_path, env={"PYTHONFAULTHANDLER": "1", **os.environ, **(env or {})},
-                          preexec_fn=_allow_core_dump)
+                          cwd=tmp_path, **{"env": {**os.environ, **(env or {})}, **diagnose})
     stderr = proc.stderr
-    if -proc.returncode in _FAULTS:
+    if -proc.returncode in _FAULTS and not expect_fault:
         every, faulting = crash_backtraces(tmp_path)
         # All of it in the test's captured output (pytest shows it with the failure); the
         # faulting thread's native stack also at the end of stderr, which the tests' assertion

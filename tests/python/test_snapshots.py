@@ -343,3 +343,32 @@ def test_a_thread_of_peaklines_own_is_not_measured(tmp_path):
     assert 0.2 < seen["snap_cpu_s"] <= seen["cpu_s"] and seen["sequence"] == 1
     # Its CPU is not the process's in the sampling check either: no "incomplete" warning.
     assert seen["process_cpu_s"] < 0.55 and seen["warning"] is None, seen
+
+
+def test_a_program_that_dies_of_a_fault_keeps_its_last_snapshot(tmp_path):
+    # A native library's SIGSEGV kills the process at once, as unprofiled: no profile is
+    # written at the end, but the last snapshot stays (docs/reports.md).
+    script = tmp_path / "faults.py"
+    script.write_text(textwrap.dedent("""\
+        import ctypes, time
+        block = bytearray(50 << 20)  # LINE block
+        start = time.process_time()
+        while time.process_time() - start < 1.0:  # LINE burn
+            pass
+        print("faulting", flush=True)
+        time.sleep(0.6)  # a snapshot after the work, before the fault
+        ctypes.string_at(0)
+    """))
+    marks = marked_lines(script)
+    result = run_peakline(["--no-report", "--snapshot-every", "0.2", str(script)], tmp_path,
+                          expect_fault=True)
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                           timeout=60)
+    assert result.returncode == plain.returncode == -signal.SIGSEGV, result.stderr
+    assert result.stdout == plain.stdout == "faulting\n"
+    profile = read_profile(result.profile_path)
+    assert profile.snapshot is not None and profile.exit_code is None
+    lines = {line.lineno: line for line in profile.files[str(script)].lines}
+    assert profile.peak_bytes >= 50 << 20
+    assert lines[marks["block"]].live_at_peak_bytes >= 50 << 20
+    assert lines[marks["burn"]].cpu_s >= 0.8
