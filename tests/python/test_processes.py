@@ -382,6 +382,31 @@ def test_execve_in_a_child_hands_its_profile_over_and_strips_the_environment(tmp
     assert os.listdir(tmp) == []
 
 
+def test_a_fork_child_that_execs_another_program_hands_its_profile_over_first(tmp_path):
+    # os.fork() then os.exec* of a program that is not Python: the child's part before the
+    # exec (its 3 MiB) is merged, nothing is listed as lost, the program ran as unprofiled.
+    import os
+
+    script = tmp_path / "fork_exec.py"
+    script.write_text(
+        "import os\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    block = bytearray(3 << 20)\n"
+        "    os.execlp('true', 'true')\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print('child status', os.waitstatus_to_exitcode(status))\n")
+    tmp, env = _private_tmp(tmp_path)
+    result = run_peakline([str(script)], tmp_path, timeout=60, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("child status 0\n"), result.stdout
+    profile = result.profile()
+    children = [p for p in profile["processes"] if p["pid"] != profile["pid"]]
+    assert len(children) == 1 and children[0]["merged"], profile["processes"]
+    assert children[0]["peak_bytes"] >= 3 << 20, children[0]
+    assert os.listdir(tmp) == []
+
+
 def test_api_profile_is_written_before_exec_and_the_new_image_runs_unprofiled(tmp_path):
     import json
 
