@@ -190,6 +190,37 @@ def test_bad_uploads_get_a_clear_4xx(server, token, raw, headers, status, messag
     assert got == status and message in body["error"], body
 
 
+@pytest.mark.parametrize("chunked", [False, True], ids=["declared length", "chunked"])
+def test_a_client_still_sending_an_oversized_upload_gets_the_413(server, token, chunked):
+    # 3 MiB against the 2 MiB limit, sent in pieces with pauses, so that the server decides
+    # while the client is still sending: the client must be able to send it all and read the
+    # answer (not a broken pipe or a reset).
+    import socket
+    import time
+    import urllib.parse
+
+    url = urllib.parse.urlsplit(server.base)
+    piece, pieces = 64 << 10, 48
+    length = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {piece * pieces}"
+    head = (f"POST /api/runs HTTP/1.1\r\nHost: {url.netloc}\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+            f"{length}\r\nConnection: close\r\n\r\n").encode()
+    with socket.create_connection((url.hostname, url.port), timeout=30) as sock:
+        sock.sendall(head)
+        for _ in range(pieces):
+            data = b"x" * piece
+            sock.sendall(b"%x\r\n%s\r\n" % (piece, data) if chunked else data)
+            time.sleep(0.005)
+        if chunked:
+            sock.sendall(b"0\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    status_line, _, rest = answer.partition(b"\r\n")
+    assert status_line.split()[1] == b"413", answer[:500]
+    assert b"larger than the server's limit" in rest
+
+
 @pytest.mark.parametrize("change, status, message", [
     ({"profile": {"format": "speedscope"}}, 422, "not a peakline profile"),
     ({"profile": dict(profile_dict(), peak_bytes="lots")}, 422, "peak_bytes"),

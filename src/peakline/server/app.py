@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,20 +104,26 @@ async def read_body(request: Request) -> bytes:
                             "(peakline serve --max-upload)")
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
+        await discard_rest(request.stream(), int(declared))
         raise too_big
     encoding = request.headers.get("content-encoding", "identity").lower()
     if encoding not in ("identity", "gzip"):
         raise ApiError(415, f"unsupported Content-Encoding {encoding!r} (gzip or none)")
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS) if encoding == "gzip" else None
     chunks, size = [], 0
+    stream = request.stream()
     try:
-        async for chunk in request.stream():
+        async for chunk in stream:
             if inflater is not None:
                 chunk = inflater.decompress(chunk, limit + 1 - size)
                 if inflater.unconsumed_tail:
+                    chunks.clear()
+                    await discard_rest(stream)
                     raise too_big
             size += len(chunk)
             if size > limit:
+                chunks.clear()
+                await discard_rest(stream)
                 raise too_big
             chunks.append(chunk)
         if inflater is not None:
@@ -127,6 +133,25 @@ async def read_body(request: Request) -> bytes:
     except zlib.error as error:
         raise ApiError(400, f"the body is not valid gzip: {error}") from None
     return b"".join(chunks)
+
+
+# A refused upload's remaining bytes are read and dropped, up to this many, before the 413 is
+# sent: a client still sending when the server answers and closes would get a broken pipe
+# instead of the answer (`peakline push` would say it cannot reach the server). Beyond it the
+# connection is closed as it is (a client sending that much past the limit is not ours).
+DISCARD_LIMIT_BYTES = 256 << 20
+
+
+async def discard_rest(stream: AsyncIterator[bytes], declared: int | None = None) -> None:
+    """Reads what is left of a request body's stream and drops it (at most
+    DISCARD_LIMIT_BYTES; nothing if the declared length is larger)."""
+    if declared is not None and declared > DISCARD_LIMIT_BYTES:
+        return
+    dropped = 0
+    async for chunk in stream:
+        dropped += len(chunk)
+        if dropped > DISCARD_LIMIT_BYTES:
+            return
 
 
 async def json_body(request: Request, *, source: str) -> Any:
