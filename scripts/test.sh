@@ -87,14 +87,36 @@ else
 fi
 
 # --- Python tests -----------------------------------------------------------------------------
-log "Python tests"
 status=0
+# pytest exit status 5 (no test collected, e.g. a -k that selects none here) is no failure.
+run_pytest() {
+  local rc=0
+  "$PYTHON" -m pytest "$@" || rc=$?
+  if [ "$rc" -eq 5 ]; then
+    echo "pytest collected no tests here; treating as success"
+  elif [ "$rc" -ne 0 ]; then
+    status=$rc
+  fi
+}
+# Files whose tests measure no time (the model and its readers, reports in a browser, gates,
+# the server): two at a time, one file per worker (module fixtures stay whole). Everything
+# else — CPU and memory accuracy, threads, attach, children, distributed, the live view —
+# runs after them alone on the machine, as CPU figures must.
+two_at_a_time=(tests/python/test_gates_pytest.py tests/python/test_gates_check.py
+  tests/python/test_gates_compare.py tests/python/test_server_durability.py
+  tests/python/test_server_api.py tests/python/test_server_ui.py
+  tests/python/test_server_planner.py tests/python/test_html.py tests/python/test_html_polish.py
+  tests/python/test_view.py tests/python/test_model.py tests/python/test_reader_fuzz.py
+  tests/python/test_speedscope.py tests/python/test_format_spec.py tests/python/test_builder.py
+  tests/python/test_terminal.py tests/python/test_cli_options.py tests/python/test_cli_habits.py
+  tests/python/test_run_options.py tests/python/test_sweep_fit.py)
+alone=()
+for f in "${two_at_a_time[@]}"; do alone+=(--ignore="$f"); done
+log "Python tests that measure no time, two at a time"
 # --durations: the slowest tests, in the log, so that the suite's time stays watched.
-"$PYTHON" -m pytest tests/python -q --durations=20 "$@" || status=$?
-if [ "$status" -eq 5 ]; then
-  echo "pytest collected no tests; treating as success"
-  status=0
-fi
+run_pytest -q -n 2 --dist loadfile --durations=10 "${two_at_a_time[@]}" "$@"
+log "Python tests"
+run_pytest tests/python -q --durations=20 "${alone[@]}" "$@"
 
 # --- Other CPython versions -------------------------------------------------------------------
 # The core reads version-specific interpreter structures: build it for every supported
