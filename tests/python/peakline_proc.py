@@ -47,11 +47,13 @@ def run_peakline(args: list[str], tmp_path: Path, *, outfile: str = "profile.jso
     # Unless a test makes its program fault on purpose (expect_fault), `peakline run` dying of
     # a fault is a defect: the failure then shows every thread's Python stack (faulthandler)
     # and, from the core, the native ones.
-    diagnose = {} if expect_fault else {"env": {"PYTHONFAULTHANDLER": "1", **os.environ,
-                                                **(env or {})},
-                                        "preexec_fn": _allow_core_dump}
+    full_env = {**os.environ, **(env or {})}
+    diagnose = {}
+    if not expect_fault:
+        full_env = {"PYTHONFAULTHANDLER": "1", **full_env}
+        diagnose["preexec_fn"] = _allow_core_dump
     proc = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout,
-                          cwd=tmp_path, **{"env": {**os.environ, **(env or {})}, **diagnose})
+                          cwd=tmp_path, env=full_env, **diagnose)
     stderr = proc.stderr
     if -proc.returncode in _FAULTS and not expect_fault:
         every, faulting = crash_backtraces(tmp_path)
