@@ -16,6 +16,7 @@
 // Sampling. Blocks of 256 or more sampling intervals are sampled except with odds below
 // exp(-256); the few stochastic counts say their false-failure odds where they are checked.
 #include "hooks/allocation_hooks.h"
+#include "hooks/python_domain.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -506,19 +507,85 @@ TEST_F(AllocationHooksTest, CopiesAreNotTrackedWhenOff) {
 
 // ---- Python domain ---------------------------------------------------------------------------
 
-// Inside a PyMem/PyObject call the underlying malloc is counted but not sampled; the Python-
-// level sample comes from OnPythonAlloc, and a peak reached inside the call is announced after
-// that sample.
+// A stand-in for pymalloc, as the Python-domain wrappers (hooks/python_domain.h) see it:
+// requests up to 512 bytes come from its own pool, larger ones from malloc (through this
+// executable's GOT, so the native hooks see them), and a free of a block it does not own goes
+// to free(). Single-threaded; `header` > 0 makes it a debug-hooks-like allocator that returns
+// the block `header` bytes after what it allocated.
+struct FakePymalloc {
+  static constexpr size_t kSlot = 512;
+  static constexpr size_t kSlots = 4096;
+  alignas(16) static inline uint8_t pool[kSlots * kSlot];
+  static inline std::vector<size_t> free_slots;
+  static inline size_t outstanding = 0;  // pool slots in use
+  static inline size_t header = 0;
+
+  static void Reset(size_t with_header) {
+    free_slots.clear();
+    free_slots.reserve(kSlots);
+    for (size_t i = kSlots; i-- > 0;) free_slots.push_back(i);
+    outstanding = 0;
+    header = with_header;
+  }
+  static bool Owns(const void* p) {
+    return p >= pool && p < pool + sizeof(pool);
+  }
+  static void* Alloc(size_t n) {
+    if (n <= kSlot && !free_slots.empty()) {
+      const size_t i = free_slots.back();
+      free_slots.pop_back();
+      ++outstanding;
+      return pool + i * kSlot;
+    }
+    return malloc(Opaque(n));
+  }
+  static void Release(void* p) {
+    if (Owns(p)) {
+      free_slots.push_back(static_cast<size_t>(static_cast<uint8_t*>(p) - pool) / kSlot);
+      --outstanding;
+    } else {
+      free(Opaque(p));
+    }
+  }
+  static void* Malloc(void*, size_t n) {
+    uint8_t* p = static_cast<uint8_t*>(Alloc(n + header));
+    return p == nullptr ? nullptr : p + header;
+  }
+  static void* Calloc(void* ctx, size_t n, size_t size) {
+    void* p = Malloc(ctx, n * size);
+    if (p != nullptr) std::memset(p, 0, n * size);
+    return p;
+  }
+  static void Free(void*, void* p) {
+    if (p != nullptr) Release(static_cast<uint8_t*>(p) - header);
+  }
+  static void* Realloc(void* ctx, void* p, size_t n) {
+    if (p == nullptr) return Malloc(ctx, n);
+    uint8_t* raw = static_cast<uint8_t*>(p) - header;
+    if (!Owns(raw)) {
+      uint8_t* q = static_cast<uint8_t*>(realloc(raw, Opaque(n + header)));
+      return q == nullptr ? nullptr : q + header;
+    }
+    if (n + header <= kSlot) return p;  // fits its slot
+    void* q = Malloc(ctx, n);
+    if (q != nullptr) {
+      std::memcpy(q, p, kSlot - header);
+      Free(ctx, p);
+    }
+    return q;
+  }
+  static DomainAllocator Allocator() { return DomainAllocator{nullptr, Malloc, Calloc, Realloc, Free}; }
+};
+
+// A large Python-domain block: the malloc underneath is counted but not sampled; the Python-
+// level sample is the only one, and a peak reached inside the call is announced after it.
 TEST_F(AllocationHooksTest, PythonDomainIsSampledOnceAndPeakFollowsIt) {
+  FakePymalloc::Reset(0);
+  const DomainAllocator a = FakePymalloc::Allocator();
   Start();
   Drain();
   void* p = nullptr;
-  const int64_t up = LiveChange([&] {
-    EnterPythonDomain();
-    p = Opaque(malloc(Opaque(size_t{64 * kMiB})));
-    OnPythonAlloc(p, 64 * kMiB);
-    LeavePythonDomain();
-  });
+  const int64_t up = LiveChange([&] { p = Opaque(DomainMalloc(a, Opaque(size_t{64 * kMiB}))); });
   EXPECT_EQ(up, Usable(p));
   const int64_t peak = Heap().peak.load();
   const std::vector<Event> events = Drain();
@@ -530,6 +597,7 @@ TEST_F(AllocationHooksTest, PythonDomainIsSampledOnceAndPeakFollowsIt) {
       ++allocs_of_p;
       i_alloc = i;
       EXPECT_EQ(e.domain, transport::kDomainPython);
+      EXPECT_EQ(e.size, 64 * kMiB);
       EXPECT_EQ(e.weight, 64 * kMiB);
     }
   }
@@ -539,18 +607,157 @@ TEST_F(AllocationHooksTest, PythonDomainIsSampledOnceAndPeakFollowsIt) {
   EXPECT_EQ(events[i_alloc + 1].ev.size, peak);
 
   const int64_t u = Usable(p);
-  const int64_t down = LiveChange([&] {
-    EnterPythonDomain();
-    OnPythonFree(p);
-    free(Opaque(p));
-    LeavePythonDomain();
-  });
+  const int64_t down = LiveChange([&] { DomainFree(a, p); });
   EXPECT_EQ(down, -u);
   int frees_of_p = 0;
   for (const Event& e : Drain()) {
     frees_of_p += e.ev.type == MemoryEventType::kFree && e.ev.address == reinterpret_cast<uintptr_t>(p);
   }
   EXPECT_EQ(frees_of_p, 1);
+  EXPECT_FALSE(internal::g_python_probe.load()) << "a block from malloc needs no probe";
+}
+
+// Small Python-domain blocks: a sampled one is given a block of its own from malloc (so its
+// free reaches the native free hook and no Python-domain free has to probe the table), an
+// unsampled one stays in the pool. Every sampled block gets exactly one kFree, every other
+// block none, and the pool ends empty. Run on allocation, calloc and realloc alike.
+TEST_F(AllocationHooksTest, SampledSmallPythonBlocksLiveInBlocksFromMalloc) {
+  FakePymalloc::Reset(0);
+  const DomainAllocator a = FakePymalloc::Allocator();
+  MemoryConfig config;
+  config.alloc_mean_bytes = 2048;
+  Start(config);
+  constexpr int kBlocks = 3000;
+  std::vector<void*> blocks(kBlocks);
+  Drain();
+  for (int i = 0; i < kBlocks; ++i) {
+    void* p;
+    switch (i % 3) {
+      case 0:
+        p = DomainMalloc(a, Opaque(size_t{48}));
+        break;
+      case 1:
+        p = DomainCalloc(a, Opaque(size_t{6}), Opaque(size_t{8}));
+        break;
+      default:
+        // a pool block from before (not through the wrapper) grows in place unless the realloc
+        // is sampled; its first bytes must survive the move
+        p = a.malloc(a.ctx, Opaque(size_t{16}));
+        std::memset(p, 0xAB, 16);
+        p = DomainRealloc(a, p, Opaque(size_t{48}));
+        break;
+    }
+    ASSERT_NE(p, nullptr);
+    blocks[i] = Opaque(p);
+  }
+  const std::vector<Event> alloc_events = Drain();
+  std::set<uintptr_t> sampled;
+  for (const Event& e : alloc_events) {
+    // (Drain's own buffer is a native allocation of this thread, sampled too)
+    if (e.ev.type != MemoryEventType::kAlloc || e.ev.domain != transport::kDomainPython) continue;
+    EXPECT_EQ(e.ev.size, 48);
+    EXPECT_EQ(e.ev.weight, ByteSampler::Weight(48, 2048));
+    EXPECT_FALSE(FakePymalloc::Owns(reinterpret_cast<void*>(e.ev.address)))
+        << "a sampled block left in the pool";
+    EXPECT_GE(Usable(reinterpret_cast<void*>(e.ev.address)), static_cast<int64_t>(kNativeRequestBytes));
+    EXPECT_TRUE(sampled.insert(e.ev.address).second) << "sampled twice";
+  }
+  for (int i = 2; i < kBlocks; i += 3) {
+    const auto* bytes = static_cast<const uint8_t*>(blocks[i]);
+    for (int k = 0; k < 16; ++k) ASSERT_EQ(bytes[k], 0xAB) << "realloc lost the block's contents";
+  }
+  for (int i = 1; i < kBlocks; i += 3) {
+    const auto* bytes = static_cast<const uint8_t*>(blocks[i]);
+    for (int k = 0; k < 48; ++k) ASSERT_EQ(bytes[k], 0) << "calloc's block is not zeroed";
+  }
+  // 3000 allocations of 48 bytes (a realloc counts its new 48) at a mean of 2048: each sampled with
+  // p = 1 - exp(-48/2048) = 0.0232, mean 69.5, sd 8.2. Outside [25, 130] (> 5 sd): odds
+  // < 1e-6 (Bernstein, t = 44.5, var = 68).
+  EXPECT_GT(sampled.size(), 25u);
+  EXPECT_LT(sampled.size(), 130u);
+  EXPECT_EQ(FakePymalloc::outstanding + sampled.size(), static_cast<size_t>(kBlocks));
+
+  const std::set<uintptr_t> all(reinterpret_cast<const uintptr_t*>(blocks.data()),
+                                reinterpret_cast<const uintptr_t*>(blocks.data()) + kBlocks);
+  for (void* p : blocks) DomainFree(a, p);
+  std::set<uintptr_t> freed;
+  for (const Event& e : Drain()) {
+    if (e.ev.type == MemoryEventType::kFree && all.count(e.ev.address)) {
+      EXPECT_TRUE(freed.insert(e.ev.address).second);
+    }
+  }
+  EXPECT_EQ(freed, sampled) << "a sampled block's free was missed, or an unsampled one's seen";
+  EXPECT_EQ(FakePymalloc::outstanding, 0u);
+  EXPECT_FALSE(internal::g_python_probe.load());
+  EXPECT_EQ(HookStats().untracked, 0u);
+}
+
+// An allocator that does not hand out what malloc returned (debug hooks put a header before
+// the block): the wrapper cannot rely on the native free hook, switches every Python-domain
+// free to probing the table, and still sees exactly the sampled blocks' frees.
+TEST_F(AllocationHooksTest, AnAllocatorWithHeadersTurnsOnProbingOfPythonFrees) {
+  FakePymalloc::Reset(16);
+  const DomainAllocator a = FakePymalloc::Allocator();
+  MemoryConfig config;
+  config.alloc_mean_bytes = 2048;
+  Start(config);
+  constexpr int kBlocks = 2000;
+  std::vector<void*> blocks(kBlocks);
+  Drain();
+  for (void*& p : blocks) p = Opaque(DomainMalloc(a, Opaque(size_t{48})));
+  std::set<uintptr_t> sampled;
+  for (const Event& e : Drain()) {
+    if (e.ev.type == MemoryEventType::kAlloc && e.ev.domain == transport::kDomainPython) {
+      sampled.insert(e.ev.address);
+    }
+  }
+  const std::set<uintptr_t> all(reinterpret_cast<const uintptr_t*>(blocks.data()),
+                                reinterpret_cast<const uintptr_t*>(blocks.data()) + kBlocks);
+  // p = 0.0232 per block, mean 46, sd 6.7: none sampled has odds exp(-46.9).
+  ASSERT_FALSE(sampled.empty());
+  EXPECT_TRUE(internal::g_python_probe.load());
+  for (void* p : blocks) DomainFree(a, p);
+  std::set<uintptr_t> freed;
+  for (const Event& e : Drain()) {
+    if (e.ev.type == MemoryEventType::kFree && all.count(e.ev.address)) {
+      EXPECT_TRUE(freed.insert(e.ev.address).second);
+    }
+  }
+  EXPECT_EQ(freed, sampled);
+  EXPECT_EQ(FakePymalloc::outstanding, 0u);
+}
+
+// Probe mode from the start (the allocator underneath is itself a wrapper, e.g. tracemalloc):
+// a sampled block is asked for at its own size, so it stays in the pool, and every free is
+// probed, still matching exactly the sampled blocks.
+TEST_F(AllocationHooksTest, InProbeModeSampledBlocksKeepTheirOwnSize) {
+  FakePymalloc::Reset(0);
+  const DomainAllocator a = FakePymalloc::Allocator();
+  MemoryConfig config;
+  config.alloc_mean_bytes = 2048;
+  Start(config);
+  ProbePythonFreesFromNow();
+  constexpr int kBlocks = 2000;
+  std::vector<void*> blocks(kBlocks);
+  Drain();
+  for (void*& p : blocks) p = Opaque(DomainMalloc(a, Opaque(size_t{48})));
+  EXPECT_EQ(FakePymalloc::outstanding, static_cast<size_t>(kBlocks)) << "a block left the pool";
+  std::set<uintptr_t> sampled;
+  for (const Event& e : Drain()) {
+    if (e.ev.type == MemoryEventType::kAlloc && e.ev.domain == transport::kDomainPython) {
+      EXPECT_TRUE(FakePymalloc::Owns(reinterpret_cast<void*>(e.ev.address)));
+      sampled.insert(e.ev.address);
+    }
+  }
+  // p = 0.0232 per block, mean 46, sd 6.7: none sampled has odds exp(-46.9).
+  ASSERT_FALSE(sampled.empty());
+  for (void* p : blocks) DomainFree(a, p);
+  std::set<uintptr_t> freed;
+  for (const Event& e : Drain()) {
+    if (e.ev.type == MemoryEventType::kFree && sampled.count(e.ev.address)) freed.insert(e.ev.address);
+  }
+  EXPECT_EQ(freed, sampled);
+  EXPECT_EQ(HookStats().untracked, 0u);
 }
 
 // ---- threads ---------------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "cpu/clock.h"
+#include "hooks/python_domain.h"
 #include "hooks/symbol_patcher.h"
 #include "memory/byte_sampler.h"
 #include "memory/mapping_table.h"
@@ -20,6 +21,10 @@
 #include "transport/memory_event.h"
 
 namespace peakline::hooks {
+
+namespace internal {
+void ResetPythonProbe();  // probe mode off, for a new session (below)
+}  // namespace internal
 
 namespace {
 
@@ -29,6 +34,7 @@ using transport::MemoryEventType;
 
 using internal::Counting;
 using internal::g_counting;
+using internal::g_python_probe;
 using internal::g_sampled;
 using internal::g_session;
 using internal::t_state;
@@ -192,7 +198,7 @@ void FlushDelta(HookThreadState& s) {
   if (g_heap.Flush(delta, &live, &now)) {
     if (s.python_depth > 0) {
       // The Python-level sample of this block is pushed after the allocator returns; the
-      // peak event must follow it (OnPythonAlloc announces it).
+      // peak event must follow it (the Python-domain wrapper announces it, AnnouncePendingPeak).
       s.pending_peak = live;
       s.pending_peak_time_ns = now;
     } else {
@@ -222,10 +228,8 @@ inline void Account(HookThreadState& s, int64_t bytes) {
   }
 }
 
-// Sampling of a new block (requested size).
-void SampleAlloc(HookThreadState& s, void* ptr, size_t size, uint8_t domain) {
-  EnsureSession(s);
-  if (!s.alloc.Record(static_cast<int64_t>(size), g_alloc_mean)) return;
+// A sampled block (requested size): into the table, and its event with its stack.
+void TrackSample(HookThreadState& s, void* ptr, size_t size, uint8_t domain) {
   if (!g_sampled->Insert(reinterpret_cast<uintptr_t>(ptr))) {
     g_untracked.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -236,6 +240,12 @@ void SampleAlloc(HookThreadState& s, void* ptr, size_t size, uint8_t domain) {
             cpu::MonotonicNowNs(), true);  // when: the line's timeline point (vDSO, ~20 ns)
 }
 
+// Sampling of a new block (requested size).
+void SampleAlloc(HookThreadState& s, void* ptr, size_t size, uint8_t domain) {
+  EnsureSession(s);
+  if (s.alloc.Record(static_cast<int64_t>(size), g_alloc_mean)) TrackSample(s, ptr, size, domain);
+}
+
 inline void SampleFree(HookThreadState& s, void* ptr) {
   if (g_sampled->Remove(reinterpret_cast<uintptr_t>(ptr))) {
     g_free_samples.fetch_add(1, std::memory_order_relaxed);
@@ -244,25 +254,55 @@ inline void SampleFree(HookThreadState& s, void* ptr) {
   }
 }
 
-// A new native block from any malloc-family call.
+// A new native block from any malloc-family call. Inside a Python-domain call it is the
+// Python allocator's: noted for the wrapper (hooks/python_domain.h), not sampled again.
 inline void OnNativeAlloc(void* ptr, size_t requested) {
   HookThreadState& s = t_state;
   if (ptr == nullptr || !Counting(s)) return;
   BusyScope busy(s);
-  if (s.python_depth == 0) SampleAlloc(s, ptr, requested, transport::kDomainNative);
+  if (s.python_depth == 0) {
+    SampleAlloc(s, ptr, requested, transport::kDomainNative);
+  } else {
+    s.native_block = ptr;
+  }
   Account(s, static_cast<int64_t>(malloc_usable_size(ptr)));
 }
 
+// Also inside a Python-domain call: a sampled Python block lives in a block from malloc, and
+// a realloc underneath may free it.
 inline void OnNativeFree(void* ptr) {
   HookThreadState& s = t_state;
   if (ptr == nullptr || !Counting(s)) return;
   BusyScope busy(s);
-  if (s.python_depth == 0) SampleFree(s, ptr);
+  SampleFree(s, ptr);
   Account(s, -static_cast<int64_t>(malloc_usable_size(ptr)));
+}
+
+// A thread that must count nothing (peakline's own) is parked on the fast paths of the
+// Python-domain wrappers and the copy hooks: its state says "this session" and its countdowns
+// never run out, so those paths return after one compare without asking whether it counts.
+void Park(HookThreadState& s) {
+  s.session = g_session.load(std::memory_order_relaxed);
+  s.alloc.countdown = INT64_MAX;
+  s.copy.countdown = INT64_MAX;
 }
 
 // A sampling point on the copy stream, or this thread's first copy in a new session.
 __attribute__((noinline, cold)) void CopySlow(HookThreadState& s, int64_t n) {
+  if (s.busy != 0) return;  // a copy of peakline's own, inside a hook
+  if (s.internal) {
+    Park(s);
+    return;
+  }
+  if (!g_copies.load(std::memory_order_relaxed)) {
+    // Copies are not tracked in this session (or it ended): off the slow path until the next.
+    if (g_counting.load(std::memory_order_relaxed)) {
+      BusyScope busy(s);
+      EnsureSession(s);
+      s.copy.countdown = INT64_MAX;
+    }
+    return;
+  }
   BusyScope busy(s);
   EnsureSession(s);
   if (!s.copy.Record(n, g_copy_mean)) return;
@@ -270,11 +310,13 @@ __attribute__((noinline, cold)) void CopySlow(HookThreadState& s, int64_t n) {
   PushEvent(s, MemoryEventType::kCopy, 0, 0, n, ByteSampler::Weight(n, g_copy_mean), 0, true);
 }
 
-// Every memcpy of every patched library comes here: a countdown subtraction, nothing else.
+// Every memcpy of every patched library comes here: one compare and a countdown subtraction.
+// Whether the copy counts at all (copies tracked, not peakline's own thread, not inside a hook)
+// is asked only at a sampling point: bytes of a copy that does not count take nothing from the
+// program's sampling (Poisson points on disjoint bytes are independent), and a point they
+// hold is dropped in CopySlow.
 __attribute__((always_inline)) inline void OnCopy(size_t n) {
-  if (!g_copies.load(std::memory_order_relaxed)) return;  // only ever on while counting
   HookThreadState& s = t_state;
-  if (s.busy != 0 || s.internal) return;
   const auto bytes = static_cast<int64_t>(n);
   if (__builtin_expect(s.session == g_session.load(std::memory_order_relaxed) &&
                            s.copy.SkipIfNoPoint(bytes), 1)) {
@@ -469,6 +511,7 @@ Status StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
                              transport::kMaxMemoryFrames * sizeof(transport::RawFrame)];
   while (g_ring->Read(scratch, sizeof(scratch)) != 0) {}
   g_sampled->Clear();
+  internal::ResetPythonProbe();
   g_mappings->Clear();
   g_heap.Reset();
   g_alloc_samples = g_free_samples = g_copy_samples = g_untracked = 0;
@@ -512,7 +555,7 @@ Status StartMemoryHooks(const MemoryConfig& config, MemoryStackCapture capture,
 }
 
 void StopMemoryHooks() {
-  g_copies.store(false, std::memory_order_relaxed);  // copies first: OnCopy trusts it alone
+  g_copies.store(false, std::memory_order_relaxed);
   g_counting.store(false, std::memory_order_relaxed);
   if (g_patcher != nullptr) g_patcher->Uninstall();
   // Flush this thread's residue; other threads' residues (< 64 KiB each) are lost.
@@ -581,21 +624,79 @@ __thread HookThreadState t_state __attribute__((tls_model("initial-exec")));
 std::atomic<bool> g_counting{false};
 std::atomic<uint32_t> g_session{0};
 memory::SampledPointerTable* g_sampled = nullptr;
+std::atomic<bool> g_python_probe{false};
 
-void PythonAllocSlow(HookThreadState& s, void* ptr, size_t size) {
+namespace {
+
+std::atomic<ProbeModeSwitch> g_probe_switch{nullptr};
+std::atomic<bool> g_probe_refused{false};  // the switch said no: this session never probes
+
+// Probe mode, for the rest of the session (sampling points only, GIL held).
+bool StartPythonProbe() {
+  if (g_python_probe.load(std::memory_order_relaxed)) return true;
+  if (g_probe_refused.load(std::memory_order_relaxed)) return false;
+  g_python_probe.store(true, std::memory_order_relaxed);
+  const ProbeModeSwitch start = g_probe_switch.load(std::memory_order_relaxed);
+  if (start != nullptr && !start()) {
+    g_python_probe.store(false, std::memory_order_relaxed);
+    g_probe_refused.store(true, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool PythonSamplingPoint(HookThreadState& s, size_t size) {
+  if (!Counting(s)) {
+    if (s.internal) Park(s);
+    return false;
+  }
   BusyScope busy(s);
-  SampleAlloc(s, ptr, size, transport::kDomainPython);
+  EnsureSession(s);
+  return s.alloc.Record(static_cast<int64_t>(size), g_alloc_mean);
+}
+
+void AnnouncePendingPeak(HookThreadState& s) {
+  if (!Counting(s)) return;  // a later session starts without it (EnsureSession)
+  BusyScope busy(s);
+  PushEvent(s, MemoryEventType::kPeak, 0, 0, s.pending_peak, 0, s.pending_peak_time_ns, false);
+  s.pending_peak = 0;
+}
+
+void TrackPythonSample(HookThreadState& s, void* ptr, size_t size, bool in_native_block) {
+  if (!Counting(s)) return;
+  BusyScope busy(s);
+  // Before the block is in the table: any free of it that can follow is probed.
+  if (in_native_block || StartPythonProbe()) {
+    TrackSample(s, ptr, size, transport::kDomainPython);
+  } else {
+    g_untracked.fetch_add(1, std::memory_order_relaxed);
+  }
   if (s.pending_peak != 0) {
     PushEvent(s, MemoryEventType::kPeak, 0, 0, s.pending_peak, 0, s.pending_peak_time_ns, false);
     s.pending_peak = 0;
   }
 }
 
-void PythonFreeSlow(HookThreadState& s, void* ptr) {
+void ResetPythonProbe() {
+  g_python_probe.store(false, std::memory_order_relaxed);
+  g_probe_refused.store(false, std::memory_order_relaxed);
+}
+
+void ProbePythonFree(HookThreadState& s, void* ptr) {
+  if (ptr == nullptr || !Counting(s)) return;
+  if (!g_sampled->MayContain(reinterpret_cast<uintptr_t>(ptr))) return;
   BusyScope busy(s);
   SampleFree(s, ptr);
 }
 
 }  // namespace internal
+
+void ProbePythonFreesFromNow() { internal::g_python_probe.store(true, std::memory_order_relaxed); }
+
+void SetProbeModeSwitch(ProbeModeSwitch fn) {
+  internal::g_probe_switch.store(fn, std::memory_order_relaxed);
+}
 
 }  // namespace peakline::hooks

@@ -84,8 +84,8 @@ void PatchObjectsLoadedSince(SymbolPatcher* other);
 // session: it forwards for ever and counts only while a session counts.
 void* AllocationReplacementFor(void* real);
 
-// For hooks/pymem_hooks.cc: EnterPythonDomain, LeavePythonDomain, OnPythonAlloc and
-// OnPythonFree are inline, in hooks/hook_thread_state.h.
+// The Python-domain wrappers (hooks/pymem_hooks.cc) run the inline code of
+// hooks/python_domain.h, on the state in hooks/hook_thread_state.h.
 
 }  // namespace peakline::hooks
 

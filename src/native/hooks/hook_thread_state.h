@@ -1,11 +1,10 @@
-// The per-thread state every allocation hook shares, and the inline fast paths of the
-// Python-domain wrappers (hooks/pymem_hooks.cc), which run on every Python object allocation
-// and free. Everything else about the hooks lives in allocation_hooks.cc.
+// The per-thread state every allocation hook shares (the native hooks in allocation_hooks.cc
+// and the Python-domain wrappers' inline fast paths in hooks/python_domain.h), and the few
+// globals those fast paths read.
 //
 // The state is initial-exec TLS (`__thread`: a plain %fs-relative load, no lazy TLS
-// initialiser can run inside malloc) and zero-initialised POD. On the fast path a Python
-// allocation costs a counting check and a countdown subtraction; a free costs one byte of the
-// sampled-pointer table's counting filter. Everything rarer goes to the out-of-line slow paths.
+// initialiser can run inside malloc) and zero-initialised POD. Everything rarer than the fast
+// paths goes to the out-of-line functions declared here.
 #ifndef PEAKLINE_HOOKS_HOOK_THREAD_STATE_H_
 #define PEAKLINE_HOOKS_HOOK_THREAD_STATE_H_
 
@@ -40,6 +39,7 @@ struct HookThreadState {
   int64_t delta;         // unflushed live-bytes change
   int64_t pending_peak;  // a new peak reached inside a Python-domain call, not yet announced
   int64_t pending_peak_time_ns;
+  void* native_block;    // the last block a native hook saw allocated inside a Python-domain call
   memory::ByteSampler alloc;
   memory::ByteSampler copy;
 };
@@ -50,45 +50,28 @@ extern __thread HookThreadState t_state __attribute__((tls_model("initial-exec")
 extern std::atomic<bool> g_counting;     // a session is counting
 extern std::atomic<uint32_t> g_session;  // incremented by every StartMemoryHooks
 extern memory::SampledPointerTable* g_sampled;
+// Set, for the rest of the session, when a sampled Python-domain block could not be placed
+// in a block of its own from malloc (hooks/python_domain.h): from then on every Python-domain
+// free probes the sampled-pointer table itself.
+extern std::atomic<bool> g_python_probe;
 
 PEAKLINE_TLS_ACCESS inline bool Counting(const HookThreadState& s) {
   return g_counting.load(std::memory_order_relaxed) && s.busy == 0 && !s.internal;
 }
 
-// Out of line: a sampling point, a new session for this thread, a pending peak.
-void PythonAllocSlow(HookThreadState& s, void* ptr, size_t size);
-// Out of line: the counting filter says the block may be a sampled one.
-void PythonFreeSlow(HookThreadState& s, void* ptr);
+// The Python-domain wrappers' out-of-line paths (hooks/python_domain.h calls them).
+// The countdown did not settle it (a sampling point, or this thread's first allocation of
+// the session): true if this allocation of `size` bytes is to be sampled.
+bool PythonSamplingPoint(HookThreadState& s, size_t size);
+// Records `ptr` (`size` bytes asked for) as a sampled Python-domain block, then announces a
+// pending peak. in_native_block: its free is certain to reach the native free hook.
+void TrackPythonSample(HookThreadState& s, void* ptr, size_t size, bool in_native_block);
+// A peak found inside a Python-domain call, announced after it returned.
+void AnnouncePendingPeak(HookThreadState& s);
+// Probe mode only: a Python-domain free of `ptr`, which may be a sampled block.
+void ProbePythonFree(HookThreadState& s, void* ptr);
 
 }  // namespace internal
-
-// For hooks/pymem_hooks.cc: around the wrapped allocator's own call, so that the malloc and
-// mmap it makes underneath are counted but not sampled a second time.
-PEAKLINE_TLS_ACCESS inline void EnterPythonDomain() { ++internal::t_state.python_depth; }
-PEAKLINE_TLS_ACCESS inline void LeavePythonDomain() { --internal::t_state.python_depth; }
-
-// After a Python-domain allocation of `size` bytes returned `ptr`.
-PEAKLINE_TLS_ACCESS inline void OnPythonAlloc(void* ptr, size_t size) {
-  HookThreadState& s = internal::t_state;
-  if (ptr == nullptr || !internal::Counting(s)) return;
-  if (__builtin_expect(s.pending_peak == 0 &&
-                           s.session == internal::g_session.load(std::memory_order_relaxed) &&
-                           s.alloc.SkipIfNoPoint(static_cast<int64_t>(size)),
-                       1)) {
-    return;
-  }
-  internal::PythonAllocSlow(s, ptr, size);
-}
-
-// Before a Python-domain free of `ptr`.
-PEAKLINE_TLS_ACCESS inline void OnPythonFree(void* ptr) {
-  HookThreadState& s = internal::t_state;
-  if (ptr == nullptr || !internal::Counting(s)) return;
-  if (__builtin_expect(!internal::g_sampled->MayContain(reinterpret_cast<uintptr_t>(ptr)), 1)) {
-    return;
-  }
-  internal::PythonFreeSlow(s, ptr);
-}
 
 }  // namespace peakline::hooks
 

@@ -3,97 +3,112 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "hooks/allocation_hooks.h"
+#include <cstddef>
+#include <cstring>
+
+#include "hooks/python_domain.h"
 
 namespace peakline::hooks {
 
 namespace {
 
+// The allocator our wrapper forwards to, in the layout hooks/python_domain.h works on.
+static_assert(sizeof(PyMemAllocatorEx) == sizeof(DomainAllocator) &&
+              offsetof(PyMemAllocatorEx, ctx) == offsetof(DomainAllocator, ctx) &&
+              offsetof(PyMemAllocatorEx, malloc) == offsetof(DomainAllocator, malloc) &&
+              offsetof(PyMemAllocatorEx, calloc) == offsetof(DomainAllocator, calloc) &&
+              offsetof(PyMemAllocatorEx, realloc) == offsetof(DomainAllocator, realloc) &&
+              offsetof(PyMemAllocatorEx, free) == offsetof(DomainAllocator, free));
+
 struct Wrapped {
   PyMemAllocatorDomain domain;
-  PyMemAllocatorEx original;
+  DomainAllocator original;
   bool installed;
 };
 Wrapped g_mem{PYMEM_DOMAIN_MEM, {}, false};
 Wrapped g_obj{PYMEM_DOMAIN_OBJ, {}, false};
 
-struct DomainScope {
-  DomainScope() { EnterPythonDomain(); }
-  ~DomainScope() { LeavePythonDomain(); }
-};
-
-void* Malloc(void* ctx, size_t size) {
-  auto* w = static_cast<Wrapped*>(ctx);
-  void* p;
-  {
-    DomainScope scope;
-    p = w->original.malloc(w->original.ctx, size);
-  }
-  OnPythonAlloc(p, size);
-  return p;
+// One set of functions per domain, so that ctx can stay the original allocator's own: the
+// original free is then installed as it is, and a Python object's death costs nothing extra
+// (hooks/python_domain.h: a sampled block's free is seen by the native free hook). Only in
+// probe mode does Free<W> take its place.
+template <Wrapped& W>
+void* Malloc(void*, size_t size) {
+  return DomainMalloc(W.original, size);
+}
+template <Wrapped& W>
+void* Calloc(void*, size_t n, size_t size) {
+  return DomainCalloc(W.original, n, size);
+}
+template <Wrapped& W>
+void* Realloc(void*, void* old, size_t size) {
+  return DomainRealloc(W.original, old, size);
+}
+template <Wrapped& W>
+void Free(void*, void* ptr) {
+  DomainFree(W.original, ptr);
 }
 
-void* Calloc(void* ctx, size_t n, size_t size) {
-  auto* w = static_cast<Wrapped*>(ctx);
-  void* p;
-  {
-    DomainScope scope;
-    p = w->original.calloc(w->original.ctx, n, size);
-  }
-  OnPythonAlloc(p, n * size);
-  return p;
+template <Wrapped& W>
+PyMemAllocatorEx Ours(bool probing) {
+  return PyMemAllocatorEx{W.original.ctx, Malloc<W>, Calloc<W>, Realloc<W>,
+                          probing ? Free<W> : W.original.free};
 }
 
-void* Realloc(void* ctx, void* old, size_t size) {
-  auto* w = static_cast<Wrapped*>(ctx);
-  OnPythonFree(old);
-  void* p;
-  {
-    DomainScope scope;
-    p = w->original.realloc(w->original.ctx, old, size);
-  }
-  OnPythonAlloc(p, size);
-  return p;
-}
-
-void Free(void* ctx, void* ptr) {
-  auto* w = static_cast<Wrapped*>(ctx);
-  OnPythonFree(ptr);
-  // No DomainScope: a block of this domain was only ever sampled here (its native malloc
-  // ran inside the domain), so the free() underneath finds nothing to remove either way,
-  // and the two thread-local updates are saved on every Python object's death.
-  w->original.free(w->original.ctx, ptr);
-}
-
-void Install(Wrapped& w) {
-  if (w.installed) return;
-  PyMem_GetAllocator(w.domain, &w.original);
-  PyMemAllocatorEx mine{&w, Malloc, Calloc, Realloc, Free};
-  PyMem_SetAllocator(w.domain, &mine);
-  w.installed = true;
-}
-
-void Uninstall(Wrapped& w) {
-  if (!w.installed) return;
+template <Wrapped& W>
+bool OnTop() {
   PyMemAllocatorEx current;
-  PyMem_GetAllocator(w.domain, &current);
-  // Restore only if nobody wrapped us since; otherwise stay in place as a pass-through.
-  if (current.malloc == Malloc && current.ctx == &w) {
-    PyMem_SetAllocator(w.domain, &w.original);
-    w.installed = false;
+  PyMem_GetAllocator(W.domain, &current);
+  return current.malloc == Malloc<W>;
+}
+
+// Returns whether the allocator underneath is another wrapper (ctx set: tracemalloc, debug
+// hooks; pymalloc's, malloc's and mimalloc's ctx is NULL).
+template <Wrapped& W>
+bool Install() {
+  if (!W.installed) {
+    PyMemAllocatorEx original;
+    PyMem_GetAllocator(W.domain, &original);
+    std::memcpy(&W.original, &original, sizeof(original));
+    PyMemAllocatorEx mine = Ours<W>(false);
+    PyMem_SetAllocator(W.domain, &mine);
+    W.installed = true;
   }
+  return W.original.ctx != nullptr;
+}
+
+template <Wrapped& W>
+void Uninstall() {
+  // Restore only if nobody wrapped us since; otherwise stay in place as a pass-through.
+  if (!W.installed || !OnTop<W>()) return;
+  PyMemAllocatorEx original;
+  std::memcpy(&original, &W.original, sizeof(original));
+  PyMem_SetAllocator(W.domain, &original);
+  W.installed = false;
+}
+
+// Probe mode starts (GIL held, at a sampling point): every Python-domain free must reach
+// DomainFree from now on. Impossible where another wrapper was installed over ours.
+bool StartProbing() {
+  if (!OnTop<g_mem>() || !OnTop<g_obj>()) return false;
+  PyMemAllocatorEx mem = Ours<g_mem>(true), obj = Ours<g_obj>(true);
+  PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &mem);
+  PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &obj);
+  return true;
 }
 
 }  // namespace
 
 void InstallPyMemHooks() {
-  Install(g_mem);
-  Install(g_obj);
+  SetProbeModeSwitch(&StartProbing);
+  const bool mem_wrapped = Install<g_mem>();
+  const bool obj_wrapped = Install<g_obj>();
+  if ((mem_wrapped || obj_wrapped) && StartProbing()) ProbePythonFreesFromNow();
 }
 
 void UninstallPyMemHooks() {
-  Uninstall(g_obj);
-  Uninstall(g_mem);
+  Uninstall<g_obj>();
+  Uninstall<g_mem>();
 }
 
 }  // namespace peakline::hooks

@@ -1,7 +1,8 @@
 // SampledPointerTable: the set of addresses of sampled allocations that are still live.
 //
-// Every free() probes it, so lookups of absent keys must be cheap: open addressing with
-// linear probing inside a bounded window (kWindow slots from the hash position). Lock-free:
+// Every native free() probes it (a Python object's free does not: hooks/python_domain.h), so
+// lookups of absent keys must be cheap: open addressing with linear probing inside a bounded
+// window (kWindow slots from the hash position). Lock-free:
 // Insert claims an empty or deleted slot with a CAS; Remove swaps the key for kDeleted.
 // Slots never return to empty, so a long run slowly fills the table with deleted markers; a
 // lookup then scans the whole window (kWindow * 8 bytes, a few cache lines). When no slot
