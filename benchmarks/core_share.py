@@ -78,7 +78,8 @@ def main() -> int:
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter with peakline installed (default: this one)")
     parser.add_argument("--workloads", default=DEFAULT_WORKLOADS,
-                        help=f"comma list of benchmarks/workloads/*.py (default {DEFAULT_WORKLOADS})")
+                        help="comma list of benchmarks/workloads/*.py "
+                             f"(default {DEFAULT_WORKLOADS})")
     parser.add_argument("--cpu-only", action="store_true", help="profile in CPU-only mode")
     parser.add_argument("--frequency", type=int, default=2000, help="perf samples/s (default 2000)")
     parser.add_argument("--top", type=int, default=4, help="peakline functions listed per workload")

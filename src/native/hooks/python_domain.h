@@ -23,8 +23,11 @@
 // the two differ -- debug hooks (PYTHONMALLOC=debug, -X dev: a header before the block),
 // PYTHONMALLOC=mimalloc, an allocator installed by a library -- the sample is still taken,
 // and every Python-domain free of the session probes the table from then on (probe mode, with
-// DomainFree put in place), as tracemalloc does on every free. A sampled realloc whose result stays in pymalloc's pools is
-// moved into a block from malloc (a copy of at most 512 bytes, at sampling points only).
+// DomainFree put in place), as tracemalloc does on every free. Where the allocator underneath
+// is known from the start to be another wrapper (its ctx is set), probe mode starts at once
+// and sampled blocks keep their own size. A sampled realloc whose result stays in pymalloc's
+// pools is moved into a block from malloc (a copy of at most 512 bytes, at sampling points
+// only).
 #ifndef PEAKLINE_HOOKS_PYTHON_DOMAIN_H_
 #define PEAKLINE_HOOKS_PYTHON_DOMAIN_H_
 
