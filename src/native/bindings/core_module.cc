@@ -18,6 +18,7 @@
 
 #include "attach/ptrace_injector.h"
 #include "cpu/native_thread_ids.h"
+#include "hooks/python_domain.h"
 #include "python/code_resolver.h"
 #include "python/gil.h"
 #include "session/profiler.h"
@@ -305,4 +306,7 @@ NB_MODULE(_core, m) {
         nb::arg("length"), "munmap of the page the attach code came in; 0 or errno.");
   m.def("attach_page_placeholder", []() { return std::string(peakline::attach::kPagePlaceholder); });
   m.def("signal_handled", &peakline::session::SignalHandled, nb::arg("signo"));
+  m.def("python_frees_probed", &peakline::hooks::PythonFreesProbed,
+        "Whether this session's Python-domain frees probe the sampled-pointer table "
+        "(hooks/python_domain.h: probe mode).");
 }

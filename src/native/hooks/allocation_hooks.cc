@@ -693,6 +693,8 @@ void ProbePythonFree(HookThreadState& s, void* ptr) {
 
 }  // namespace internal
 
+bool PythonFreesProbed() { return internal::g_python_probe.load(std::memory_order_relaxed); }
+
 void ProbePythonFreesFromNow() { internal::g_python_probe.store(true, std::memory_order_relaxed); }
 
 void SetProbeModeSwitch(ProbeModeSwitch fn) {

@@ -59,6 +59,9 @@ void SetProbeModeSwitch(ProbeModeSwitch fn);
 // own sizes. The caller makes every Python-domain free reach DomainFree.
 void ProbePythonFreesFromNow();
 
+// Whether this session is in probe mode (for tests and diagnostics).
+bool PythonFreesProbed();
+
 // The smallest request pymalloc hands to malloc (its small-object limit + 1).
 inline constexpr size_t kNativeRequestBytes = 513;
 
