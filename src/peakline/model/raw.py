@@ -134,7 +134,9 @@ MEMORY_STATS = {
     "free_samples": "frees of sampled blocks",
     "copy_samples": "copy samples taken",
     "dropped_events": "events lost (ring full)",
-    "untracked_samples": "samples not tracked: the sampled pointer table's window was full",
+    "untracked_samples": ("samples not tracked: the sampled pointer table's window was full, "
+                          "or a sampled Python object's free could not be arranged to be seen "
+                          "(probe mode refused: docs/architecture.md)"),
     "blas_buffer_bytes": "most bytes OpenBLAS per-thread buffers held at once",
     "blas_buffer_maps": "OpenBLAS per-thread buffers mapped",
     "peak_events": "new heap peaks announced by the hooks",
