@@ -147,6 +147,20 @@ class AllocationHooksTest : public testing::Test {
     return Heap().live.load() - before + fence_usable;
   }
 
+  // Frees `blocks` through the Python-domain wrapper and returns the addresses among `among`
+  // that got a kFree event (each at most once).
+  std::set<uintptr_t> FreeAndCollectFrees(const DomainAllocator& a, const std::vector<void*>& blocks,
+                                          const std::set<uintptr_t>& among) {
+    for (void* p : blocks) DomainFree(a, p);
+    std::set<uintptr_t> freed;
+    for (const Event& e : Drain()) {
+      if (e.ev.type == MemoryEventType::kFree && among.count(e.ev.address)) {
+        EXPECT_TRUE(freed.insert(e.ev.address).second) << "two kFree events for one block";
+      }
+    }
+    return freed;
+  }
+
   bool started_ = false;
   MemoryConfig config_;
 };
@@ -577,6 +591,12 @@ struct FakePymalloc {
   static DomainAllocator Allocator() { return DomainAllocator{nullptr, Malloc, Calloc, Realloc, Free}; }
 };
 
+std::set<uintptr_t> AddressesOf(const std::vector<void*>& blocks) {
+  std::set<uintptr_t> out;
+  for (void* p : blocks) out.insert(reinterpret_cast<uintptr_t>(p));
+  return out;
+}
+
 // A large Python-domain block: the malloc underneath is counted but not sampled; the Python-
 // level sample is the only one, and a peak reached inside the call is announced after it.
 TEST_F(AllocationHooksTest, PythonDomainIsSampledOnceAndPeakFollowsIt) {
@@ -677,15 +697,7 @@ TEST_F(AllocationHooksTest, SampledSmallPythonBlocksLiveInBlocksFromMalloc) {
   EXPECT_LT(sampled.size(), 130u);
   EXPECT_EQ(FakePymalloc::outstanding + sampled.size(), static_cast<size_t>(kBlocks));
 
-  const std::set<uintptr_t> all(reinterpret_cast<const uintptr_t*>(blocks.data()),
-                                reinterpret_cast<const uintptr_t*>(blocks.data()) + kBlocks);
-  for (void* p : blocks) DomainFree(a, p);
-  std::set<uintptr_t> freed;
-  for (const Event& e : Drain()) {
-    if (e.ev.type == MemoryEventType::kFree && all.count(e.ev.address)) {
-      EXPECT_TRUE(freed.insert(e.ev.address).second);
-    }
-  }
+  const std::set<uintptr_t> freed = FreeAndCollectFrees(a, blocks, AddressesOf(blocks));
   EXPECT_EQ(freed, sampled) << "a sampled block's free was missed, or an unsampled one's seen";
   EXPECT_EQ(FakePymalloc::outstanding, 0u);
   EXPECT_FALSE(internal::g_python_probe.load());
@@ -711,19 +723,10 @@ TEST_F(AllocationHooksTest, AnAllocatorWithHeadersTurnsOnProbingOfPythonFrees) {
       sampled.insert(e.ev.address);
     }
   }
-  const std::set<uintptr_t> all(reinterpret_cast<const uintptr_t*>(blocks.data()),
-                                reinterpret_cast<const uintptr_t*>(blocks.data()) + kBlocks);
   // p = 0.0232 per block, mean 46, sd 6.7: none sampled has odds exp(-46.9).
   ASSERT_FALSE(sampled.empty());
   EXPECT_TRUE(internal::g_python_probe.load());
-  for (void* p : blocks) DomainFree(a, p);
-  std::set<uintptr_t> freed;
-  for (const Event& e : Drain()) {
-    if (e.ev.type == MemoryEventType::kFree && all.count(e.ev.address)) {
-      EXPECT_TRUE(freed.insert(e.ev.address).second);
-    }
-  }
-  EXPECT_EQ(freed, sampled);
+  EXPECT_EQ(FreeAndCollectFrees(a, blocks, AddressesOf(blocks)), sampled);
   EXPECT_EQ(FakePymalloc::outstanding, 0u);
 }
 
@@ -751,12 +754,7 @@ TEST_F(AllocationHooksTest, InProbeModeSampledBlocksKeepTheirOwnSize) {
   }
   // p = 0.0232 per block, mean 46, sd 6.7: none sampled has odds exp(-46.9).
   ASSERT_FALSE(sampled.empty());
-  for (void* p : blocks) DomainFree(a, p);
-  std::set<uintptr_t> freed;
-  for (const Event& e : Drain()) {
-    if (e.ev.type == MemoryEventType::kFree && sampled.count(e.ev.address)) freed.insert(e.ev.address);
-  }
-  EXPECT_EQ(freed, sampled);
+  EXPECT_EQ(FreeAndCollectFrees(a, blocks, sampled), sampled);
   EXPECT_EQ(HookStats().untracked, 0u);
 }
 

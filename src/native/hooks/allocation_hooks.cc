@@ -22,10 +22,6 @@
 
 namespace peakline::hooks {
 
-namespace internal {
-void ResetPythonProbe();  // probe mode off, for a new session (below)
-}  // namespace internal
-
 namespace {
 
 using memory::ByteSampler;
@@ -34,7 +30,6 @@ using transport::MemoryEventType;
 
 using internal::Counting;
 using internal::g_counting;
-using internal::g_python_probe;
 using internal::g_sampled;
 using internal::g_session;
 using internal::t_state;
@@ -198,7 +193,7 @@ void FlushDelta(HookThreadState& s) {
   if (g_heap.Flush(delta, &live, &now)) {
     if (s.python_depth > 0) {
       // The Python-level sample of this block is pushed after the allocator returns; the
-      // peak event must follow it (the Python-domain wrapper announces it, AnnouncePendingPeak).
+      // peak event must follow it (the Python-domain wrapper announces it afterwards).
       s.pending_peak = live;
       s.pending_peak_time_ns = now;
     } else {
@@ -624,25 +619,13 @@ __thread HookThreadState t_state __attribute__((tls_model("initial-exec")));
 std::atomic<bool> g_counting{false};
 std::atomic<uint32_t> g_session{0};
 memory::SampledPointerTable* g_sampled = nullptr;
-std::atomic<bool> g_python_probe{false};
 
 namespace {
 
-std::atomic<ProbeModeSwitch> g_probe_switch{nullptr};
-std::atomic<bool> g_probe_refused{false};  // the switch said no: this session never probes
-
-// Probe mode, for the rest of the session (sampling points only, GIL held).
-bool StartPythonProbe() {
-  if (g_python_probe.load(std::memory_order_relaxed)) return true;
-  if (g_probe_refused.load(std::memory_order_relaxed)) return false;
-  g_python_probe.store(true, std::memory_order_relaxed);
-  const ProbeModeSwitch start = g_probe_switch.load(std::memory_order_relaxed);
-  if (start != nullptr && !start()) {
-    g_python_probe.store(false, std::memory_order_relaxed);
-    g_probe_refused.store(true, std::memory_order_relaxed);
-    return false;
-  }
-  return true;
+// A peak found inside a Python-domain call, pushed after that call's own sample (if any).
+void PushPendingPeak(HookThreadState& s) {
+  PushEvent(s, MemoryEventType::kPeak, 0, 0, s.pending_peak, 0, s.pending_peak_time_ns, false);
+  s.pending_peak = 0;
 }
 
 }  // namespace
@@ -660,8 +643,7 @@ bool PythonSamplingPoint(HookThreadState& s, size_t size) {
 void AnnouncePendingPeak(HookThreadState& s) {
   if (!Counting(s)) return;  // a later session starts without it (EnsureSession)
   BusyScope busy(s);
-  PushEvent(s, MemoryEventType::kPeak, 0, 0, s.pending_peak, 0, s.pending_peak_time_ns, false);
-  s.pending_peak = 0;
+  PushPendingPeak(s);
 }
 
 void TrackPythonSample(HookThreadState& s, void* ptr, size_t size, bool in_native_block) {
@@ -673,15 +655,7 @@ void TrackPythonSample(HookThreadState& s, void* ptr, size_t size, bool in_nativ
   } else {
     g_untracked.fetch_add(1, std::memory_order_relaxed);
   }
-  if (s.pending_peak != 0) {
-    PushEvent(s, MemoryEventType::kPeak, 0, 0, s.pending_peak, 0, s.pending_peak_time_ns, false);
-    s.pending_peak = 0;
-  }
-}
-
-void ResetPythonProbe() {
-  g_python_probe.store(false, std::memory_order_relaxed);
-  g_probe_refused.store(false, std::memory_order_relaxed);
+  if (s.pending_peak != 0) PushPendingPeak(s);
 }
 
 void ProbePythonFree(HookThreadState& s, void* ptr) {
@@ -692,13 +666,5 @@ void ProbePythonFree(HookThreadState& s, void* ptr) {
 }
 
 }  // namespace internal
-
-bool PythonFreesProbed() { return internal::g_python_probe.load(std::memory_order_relaxed); }
-
-void ProbePythonFreesFromNow() { internal::g_python_probe.store(true, std::memory_order_relaxed); }
-
-void SetProbeModeSwitch(ProbeModeSwitch fn) {
-  internal::g_probe_switch.store(fn, std::memory_order_relaxed);
-}
 
 }  // namespace peakline::hooks

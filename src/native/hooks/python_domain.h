@@ -74,6 +74,19 @@ struct PythonDomainScope {
   PEAKLINE_TLS_ACCESS ~PythonDomainScope() { --t_state.python_depth; }
 };
 
+// call() (a call of the allocator underneath) inside a PythonDomainScope.
+template <typename Call>
+inline auto InPythonDomain(Call call) {
+  PythonDomainScope scope;
+  return call();
+}
+
+// Probe mode (hooks/python_domain.cc). Starts it for the rest of the session (sampling points
+// only, GIL held): false if the switch refused, and then for the rest of the session too.
+bool StartPythonProbe();
+// Probe mode off, for a new session (StartMemoryHooks).
+void ResetPythonProbe();
+
 // True when an allocation of `size` bytes needs nothing but the countdown (the usual case).
 // Whether it counts at all (a session counting, not peakline's own thread, not inside a hook)
 // is asked only at a sampling point (PythonSamplingPoint): the bytes of an allocation that
@@ -112,11 +125,7 @@ inline void* DomainMalloc(const DomainAllocator& a, size_t size) {
   if (__builtin_expect(!internal::PlainPythonAlloc(size), 0)) {
     return internal::SampledMalloc(a, size);
   }
-  void* p;
-  {
-    internal::PythonDomainScope scope;
-    p = a.malloc(a.ctx, size);
-  }
+  void* p = internal::InPythonDomain([&] { return a.malloc(a.ctx, size); });
   internal::AfterPlainPythonAlloc();
   return p;
 }
@@ -127,11 +136,7 @@ inline void* DomainCalloc(const DomainAllocator& a, size_t nelem, size_t elsize)
   if (__builtin_expect(!internal::PlainPythonAlloc(bytes), 0)) {
     return internal::SampledCalloc(a, nelem, elsize);
   }
-  void* p;
-  {
-    internal::PythonDomainScope scope;
-    p = a.calloc(a.ctx, nelem, elsize);
-  }
+  void* p = internal::InPythonDomain([&] { return a.calloc(a.ctx, nelem, elsize); });
   internal::AfterPlainPythonAlloc();
   return p;
 }
@@ -141,11 +146,7 @@ inline void* DomainRealloc(const DomainAllocator& a, void* old, size_t size) {
   if (__builtin_expect(!internal::PlainPythonAlloc(size), 0)) {
     return internal::SampledRealloc(a, old, size);
   }
-  void* p;
-  {
-    internal::PythonDomainScope scope;
-    p = a.realloc(a.ctx, old, size);
-  }
+  void* p = internal::InPythonDomain([&] { return a.realloc(a.ctx, old, size); });
   internal::AfterPlainPythonAlloc();
   return p;
 }
