@@ -478,6 +478,13 @@ void OnForkChild() {
   // The child has no tick thread: stop counting rather than fill a ring nobody drains.
   g_counting.store(false, std::memory_order_relaxed);
   g_copies.store(false, std::memory_order_relaxed);
+  // The forking thread's cached id is the parent's, and the seed counter is the parent's:
+  // every child forked from one point would seed its next session's samplers alike and take
+  // the same samples of the same work (correlated, not independent, estimates), and its
+  // events would name the parent's thread.
+  t_state.tid = 0;
+  g_seed.fetch_add(static_cast<uint64_t>(getpid()) * 0xD6E8FEB86659FD93ULL,
+                   std::memory_order_relaxed);
 }
 
 }  // namespace
