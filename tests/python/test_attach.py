@@ -391,9 +391,13 @@ def test_the_agents_own_allocations_are_not_in_the_targets_memory_figures(target
     """The target allocates nothing while attached (a sleep loop); each profile_so_far makes
     the agent's control thread build the raw data (with that thread counted: a 73 KB peak,
     and 13-16 sampled allocations over 40 snapshots, measured on 3.14). Truth: 0 for the
-    program. What the agent does before its thread can exclude itself (its start, one-off, a
-    few KiB) may still be counted, and was once in ~12 runs with 12 snapshots: one sample is
-    allowed for it."""
+    program. What peakline runs on the target's main thread is still counted, on the line the
+    target is on: the agent's start (begin, _send) and, at the first snapshot, the file
+    filter's first decisions (FileSelection.is_reported -> realpath). Measured at a 1 KiB
+    interval with 3.11's injector: 41-70 KB, one-off (1 sample at 0 snapshots, 40-68 at 10 or
+    40), so at 512 KiB 0.08-0.14 samples are expected and "<= 1" failed ~1 run in 300 (up to
+    1 in 120). "<= 3" fails with odds < 2e-5 and still catches the control thread's own
+    allocations counted (13-16 samples)."""
     t = target("idle", "60")
     t.wait_for("idle")
     attachment = Attachment.attach(t.proc.pid, SessionOptions(memory=True))
@@ -404,7 +408,7 @@ def test_the_agents_own_allocations_are_not_in_the_targets_memory_figures(target
     finally:
         attachment.close()
     memory = profile.to_dict()["memory"]
-    assert memory["alloc_samples"] <= 1, memory
+    assert memory["alloc_samples"] <= 3, memory
     assert profile.peak_bytes < 48 * 1024, (profile.peak_bytes, memory)
 
 

@@ -2,7 +2,8 @@
 implementations compared phase by phase, the HTML page in headless Chromium, bad input.
 
 The programs allocate known numpy arrays, so the expected differences are exact: the heap
-peak and a line's memory at the peak are exact for allocations this large.
+peak and a line's memory at the peak are exact for allocations this large, but for the array's
+own 96-byte object, which the line keeps too (holds_block).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from peakline_proc import holds_block
 from test_html import open_page, shoot
 
 from peakline.gates import compare as gates_compare
@@ -71,9 +73,11 @@ def test_moved_lines_match_by_source_text_across_checkouts(tmp_path):
     data = json.loads((tmp_path / "c.json").read_text())
     row = hold_row(data)
     assert row["key"][1] == 5  # the line in A; in B it is line 8
-    assert [v["memory_bytes"] for v in row["values"]] == [100 * MiB, 130 * MiB]
+    values = [v["memory_bytes"] for v in row["values"]]
+    assert holds_block(values[0], 100 * MiB) and holds_block(values[1], 130 * MiB), values
     change = row["change"][0]["memory_bytes"]
-    assert change["absolute"] == 30 * MiB and change["relative"] == pytest.approx(0.3)
+    assert change["absolute"] == values[1] - values[0] == pytest.approx(30 * MiB, abs=MiB)
+    assert change["relative"] == pytest.approx(0.3, abs=0.01)
     # Of the rows, it is the one whose memory changed most (time changes rank rows too, and
     # the import line's time varies from run to run on a busy machine).
     def memory_change(r):
@@ -93,8 +97,8 @@ def test_moved_function_matches_when_the_file_was_rewritten_in_place(tmp_path):
     b = run(script, tmp_path / "b.json")
     comp = gates_compare.compare([read_profile(a), read_profile(b)], [str(a), str(b)])
     rows = [r for r in comp.rows if r.values[0] and r.values[1] and
-            r.values[0].get("memory_bytes") == 100 * MiB]
-    assert len(rows) == 1 and rows[0].values[1]["memory_bytes"] == 130 * MiB
+            holds_block(r.values[0].get("memory_bytes"), 100 * MiB)]
+    assert len(rows) == 1 and holds_block(rows[0].values[1]["memory_bytes"], 130 * MiB)
     assert rows[0].key[1] == 5  # A's line, matched to B's line 8 through work()'s offset
 
 
@@ -147,8 +151,10 @@ def test_three_runs_and_function_rows(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rows = json.loads((tmp_path / "c.json").read_text())["rows"]
     work = next(r for r in rows if r["key"][1] == "work")
-    assert [v["memory_bytes"] for v in work["values"]] == [100 * MiB, 120 * MiB, 150 * MiB]
-    assert [c["memory_bytes"]["absolute"] for c in work["change"]] == [20 * MiB, 50 * MiB]
+    values = [v["memory_bytes"] for v in work["values"]]
+    assert all(holds_block(v, size * MiB) for v, size in zip(values, (100, 120, 150))), values
+    assert [c["memory_bytes"]["absolute"] for c in work["change"]] == \
+        pytest.approx([20 * MiB, 50 * MiB], abs=MiB)
     assert "C vs A" in proc.stdout
 
 
@@ -170,6 +176,14 @@ def test_bad_input_is_one_line(tmp_path):
         assert words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
+def _hold_line_bytes(path: Path) -> int:
+    """What the profile says the `# HOLD` line held at the peak."""
+    for filename, line in read_profile(path).lines():
+        if "# HOLD" in Path(filename).read_text().splitlines()[line.lineno - 1]:
+            return line.live_at_peak_bytes
+    raise AssertionError(f"no # HOLD line in {path}")
+
+
 def test_html_page_in_chromium(browser, tmp_path):
     a, b = before_and_after(tmp_path)
     page_path = tmp_path / "compare.html"
@@ -188,10 +202,13 @@ def test_html_page_in_chromium(browser, tmp_path):
         assert f"{(pb - pa) / MiB:+.1f} MiB ({(pb - pa) / pa:+.0%})" in peak.text_content()
         assert abs(pb - pa - 30 * MiB) < MiB
         assert "up" in peak.locator("td").last.get_attribute("class")
-        # The HOLD line's row: memory up by exactly 30 MiB (other rows may move a little too:
-        # the import line's holding varies by a MiB or two from run to run).
+        # The HOLD line's row: memory up by 30 MiB, its blocks' difference (other rows may move
+        # a little too: the import line's holding varies by a MiB or two from run to run), and
+        # by 30 +- 0.5 MiB once in 2,700 runs (holds_block): the text is what the profiles say.
+        ha, hb = (_hold_line_bytes(p) for p in (a, b))
+        assert holds_block(ha, 100 * MiB) and holds_block(hb, 130 * MiB), (ha, hb)
         hold = page.locator("#rows tr.metric-memory", has=page.locator("td.up")).filter(
-            has_text="+30.0 MiB")
+            has_text=f"{(hb - ha) / MiB:+.1f} MiB")
         assert hold.count() >= 1
         assert page.locator("#rows td.src", has_text="# HOLD").count() == 1
         assert page.locator("#runs li").count() == 2

@@ -7,6 +7,7 @@ array (plus pytest's own few KiB).
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,7 +80,11 @@ def test_marked_tests_pass_and_fail_by_their_budgets(tmp_path, workers):
                               "test_fixture": "PASSED"}, proc.stdout + proc.stderr
     # the failure names the budget, the figures and the line holding the peak
     assert "FAIL max_peak: 200.0 MiB > allowed 199.0 MiB" in proc.stdout
-    assert "test_inner.py:11  200.0 MiB (100% of the peak)" in proc.stdout
+    # The line holds the 200 MiB block exactly, and the array's 96-byte object: sampled at
+    # 512 KiB once in 5,500 runs, when it weighs 512 KiB (200.5 MiB); exactly "200.0 MiB" was
+    # a flake of that size per run (two runs here).
+    assert re.search(r"test_inner\.py:11  200\.[05] MiB \(100% of the peak\)", proc.stdout), \
+        proc.stdout
     assert "HOLD LINE" in proc.stdout
     if workers:
         assert "[gw" in proc.stdout  # it really ran on workers

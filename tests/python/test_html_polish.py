@@ -28,9 +28,10 @@ def figures_report(tmp_path_factory):
     folder = tmp_path_factory.mktemp("html_polish")
     out = folder / "report.html"
     # Every holder must be sampled: at the default 512 KiB mean the 600 KiB one would be
-    # missed 31% of the time (exp(-600/512)); at 64 KiB, exp(-9.4) = 0.008%.
+    # missed 31% of the time (exp(-600/512)); at 64 KiB, exp(-9.4) = 8.5e-5 per run, about
+    # the odds CI can afford; at 32 KiB, exp(-18.75) = 7e-9.
     proc = subprocess.run([sys.executable, "-m", "peakline", "run", "--no-report", "-o",
-                           str(folder / "p.json"), "--memory-sampling-interval", "64K",
+                           str(folder / "p.json"), "--memory-sampling-interval", "32K",
                            "--html", str(out), str(FIGURES)],
                           capture_output=True, text=True, timeout=180, cwd=folder)
     assert proc.returncode == 0, proc.stderr

@@ -173,7 +173,9 @@ def test_the_notebook_html_shows_three_distinct_reports(browser, notebook_html):
                                      "els => els.map(e => getComputedStyle(e).display)") == \
         ["none"] * 3
     first = frames[0].content_frame()
-    assert "64.0 MiB" in first.inner_text("body")  # cell [2]'s own peak holder
+    # cell [2]'s own peak holder: the 64 MiB block, and the array's 96-byte object, sampled at
+    # 512 KiB once in 5,500 runs (64.5 MiB)
+    assert re.search(r"\b64\.[05] MiB", first.inner_text("body"))
     assert "cell [2]" not in frames[1].content_frame().inner_text("#summary")
     problems = [p for p in problems if "Failed to load resource" not in p]  # the CDN links
     assert not problems, problems

@@ -86,9 +86,12 @@ def test_exact_peak_and_who_holds_it(known):
     assert holders["peak_b"] == pytest.approx(150 * MiB, rel=0.03)
     assert holders["keep_200"] == pytest.approx(200 * MiB, rel=0.02)
     # What the lines hold at the peak adds up to the exact peak (the rest is allocator
-    # overhead that the samples, taken at requested sizes, do not see).
+    # overhead that the samples, taken at requested sizes, do not see). Besides the exact
+    # 650 MiB of blocks, ~47.5 MiB of small objects are held (the strings and numpy's import;
+    # sampled every 8 KiB: 47.2-47.9 MiB, with the peak at 702.6 MiB): ~95 samples at 512 KiB,
+    # sd 4.9 MiB. 1.02 x peak left 3.4-3.9 sd (failing 1e-4 to 5e-4); 1.04 x peak, 6.3-6.8.
     held = sum(r.get("live_at_peak_bytes", 0) for f in known["files"].values() for r in f["lines"])
-    assert 0.9 * peak <= held <= 1.02 * peak, (held / MiB, peak / MiB)
+    assert 0.9 * peak <= held <= 1.04 * peak, (held / MiB, peak / MiB)
     assert known["peak_rss_bytes"] >= 0.9 * peak
     # The peak is in the timeline, at its time.
     assert max(b for _, b in known["timeline"]) == peak
@@ -110,7 +113,10 @@ def test_threads_allocating_concurrently_balance_exactly(tmp_path):
     p = res.profile()
     keep = rec(p, "keep", "memory_threads.py")
     temp = rec(p, "temp", "memory_threads.py")
-    assert keep["alloc_native_bytes"] == pytest.approx(200 * MiB, rel=0.07)
+    # keep: 100 blocks of 2 MiB, each sampled with p = 1 - e^-4 = 0.982 and then weighing
+    # 1.019x: the estimate never exceeds +1.9%, and -7% (9 blocks missed, 1.8 expected) had
+    # odds of 1e-4 (the normal approximation's 5 SE hides the skew); -10% needs 12: 3e-7.
+    assert keep["alloc_native_bytes"] == pytest.approx(200 * MiB, rel=0.10)
     assert temp["alloc_native_bytes"] == pytest.approx(400 * MiB, rel=0.10)
     assert abs(temp["net_bytes"]) < 4 * MiB
     # Exact counters: everything kept was freed at the end, so the end-of-run live bytes are

@@ -80,7 +80,10 @@ def test_openblas_work_buffer_is_named_not_charged_to_the_line(tmp_path):
     assert blas_line.get("net_bytes", 0) < 2 * MIB, blas_line
     # The control: a program's own anonymous 32 MiB mapping stays on its line.
     own = line_record(profile, BLAS, marks["own_map"])
-    assert own["net_bytes"] == 32 * MIB and own["alloc_native_bytes"] == 32 * MIB
+    # The mapping exactly (native); net also holds the mmap object (96 bytes of Python, kept):
+    # sampled once in 5,500 runs, when it weighs 512 KiB. "net == 32 MiB" was that flake.
+    assert own["alloc_native_bytes"] == 32 * MIB
+    assert 32 * MIB <= own["net_bytes"] < 33 * MIB, own
     assert "32.0 MiB: OpenBLAS per-thread work buffer" in result.stdout + result.stderr
 
 

@@ -104,7 +104,13 @@ def test_merged_profile_without_tree_figures_is_shown_against_the_sum_of_the_pea
     # 3.11, 2.7 MiB on 3.10): 66% and 33%, never 100% of the 100 MiB largest peak
     expected = [round(100 * block / doc["peak_bytes_sum"]) for block in (50 * MIB, 100 * MIB)]
     assert expected in ([33, 65], [33, 66]), doc["peak_bytes_sum"]
-    assert sorted(shares) == expected, text
+    # Each line holds its block and its bytearray's 56-byte object, sampled once in 9,400 runs
+    # (+512 KiB, which can move the rounded share by 1): the table shows the lines' own bytes.
+    marks = marked_lines(PEAKS)
+    held = [line_record(doc, PEAKS, marks[name])["live_at_peak_bytes"]
+            for name in ("hold_50", "hold_100")]
+    assert all(_near(h, block, MIB) for h, block in zip(held, (50 * MIB, 100 * MIB))), held
+    assert sorted(shares) == [round(100 * h / doc["peak_bytes_sum"]) for h in held], text
 
 
 # ---- the merge itself, on synthetic profiles with known timelines ----------------------------
