@@ -17,9 +17,8 @@ Baseline comparisons: memory is compared exactly (``limit`` = baseline x (1 + to
 CPU time, which varies between runs, is the median of the ``--repeat`` runs and gets a noise
 allowance on top: CPU_NOISE_FLOOR_S (at least two CPU sampling intervals) plus the spread
 (largest - smallest) of the repeated runs. A line's memory at the peak is a sampled estimate, so a
-line only counts as grown when its growth also exceeds the sampling noise of the difference
-of two estimates: 4 standard deviations, 4 x sqrt(T_base x before + T x after), at least T
-(T, T_base: the two profiles' memory sampling intervals).
+line only counts as grown when its growth also exceeds the sampling noise (3 standard
+deviations: 3 x sqrt(T x bytes), at least T, T = the memory sampling interval).
 """
 
 from __future__ import annotations
@@ -302,25 +301,11 @@ def _against_baseline(runs: Sequence[Profile], base: Profile, tolerance_pct: flo
     return results
 
 
-def line_growth_limit(before: int, after: int, base_interval: int, interval: int,
-                      factor: float) -> int:
-    """The most a line may hold at the peak (``after``) against its baseline (``before``):
-    ``before x factor``, and at least ``before`` + the sampling noise of the difference.
-
-    Both figures are estimates, each with variance at most T x bytes (docs/sampling.md), so
-    their difference's is the sum. 4 standard deviations of it: a line of small objects that
-    did not change exceeds the limit in at most ~3 comparisons in 100,000, at every size (3
-    standard deviations of the new figure alone: 0.5-1.5% of them)."""
-    noise = max(interval, 4.0 * math.sqrt(base_interval * before + interval * after))
-    return int(max(before * factor, before + noise))
-
-
 def grown_lines(base: Profile, new: Profile, tolerance_pct: float) -> list[dict[str, Any]]:
     """Lines of ``new`` holding more at the peak than their match in ``base``, most grown first
     (``ok``: within tolerance or sampling noise; ``limit``: the most that would be ok)."""
     factor = 1.0 + tolerance_pct / 100.0
     interval = new.memory.sampling_interval_bytes if new.memory else 0
-    base_interval = base.memory.sampling_interval_bytes if base.memory else interval
     matches = match_lines(base, new)
     old = {(f, ln.lineno): ln for f, ln in base.lines()}
     out = []
@@ -330,7 +315,8 @@ def grown_lines(base: Profile, new: Profile, tolerance_pct: float) -> list[dict[
         before = (old[match].live_at_peak_bytes or 0) if match else 0
         if after <= before:
             continue
-        limit = line_growth_limit(before, after, base_interval, interval, factor)
+        noise = max(interval, 3.0 * math.sqrt(interval * after))
+        limit = int(max(before * factor, before + noise))
         entry = _line_entry(f, ln.lineno, before=before, after=after, change=after - before,
                             limit=limit, ok=after <= limit)
         if match and match != (f, ln.lineno):
