@@ -53,6 +53,25 @@ TEST_F(MemoryAggregationTest, LiveAtPeakIsWhatEachStackAndLineHeldWhenThePeakWas
   EXPECT_EQ(session_->memory()->invalid_events(), 0);
 }
 
+TEST_F(MemoryAggregationTest, EachStackKnowsTheVarianceOfWhatItHeldAtThePeak) {
+  // Small objects: 100 bytes sampled with p = 0.1 stand for 1,000 each, and each adds
+  // w (w - s) = 1,000 x 900 to the estimate's variance; a block counted exactly adds 0.
+  Alloc(main_, 0x1000, 1000, Own("a"), transport::kDomainPython, 100);
+  Alloc(main_, 0x2000, 1000, Own("a"), transport::kDomainPython, 100);
+  Alloc(main_, 0x3000, 4096, Own("b"), transport::kDomainNative);
+  Peak();
+  Free(0x1000);  // after the peak: a's variance now is one block's, at the peak two
+  Alloc(main_, 0x4000, 1000, Own("b"), transport::kDomainPython, 400);
+  ASSERT_TRUE(Call(user_, "tick_x"));
+
+  EXPECT_EQ(LiveAtPeak(main_, a_), 2000);
+  EXPECT_DOUBLE_EQ(LiveAtPeakVariance(main_, a_), 2 * 1000.0 * 900);
+  EXPECT_DOUBLE_EQ(Stack(main_, a_).live_variance, 1000.0 * 900);
+  EXPECT_EQ(LiveAtPeak(main_, b_), 4096);
+  EXPECT_DOUBLE_EQ(LiveAtPeakVariance(main_, b_), 0.0);
+  EXPECT_DOUBLE_EQ(Stack(main_, b_).live_variance, 1000.0 * 600);
+}
+
 TEST_F(MemoryAggregationTest, ALaterPeakReplacesTheEarlierOneAcrossTicks) {
   Alloc(main_, 0x1000, 100, Own("a"));
   Alloc(main_, 0x2000, 50, Own("b"));

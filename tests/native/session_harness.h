@@ -274,9 +274,11 @@ class SessionHarness : public testing::Test {
 
   // Events, queued in the session's ring (drained at the next tick, or by the operation that a
   // code object's deallocation starts).
+  // size: the block's own bytes (default: weight, a block counted exactly).
   static void Alloc(pid_t tid, uint64_t address, int64_t weight,
-                    const std::vector<RawFrame>& frames, uint8_t domain = transport::kDomainPython) {
-    Push(MemoryEventType::kAlloc, tid, address, weight, frames, domain);
+                    const std::vector<RawFrame>& frames, uint8_t domain = transport::kDomainPython,
+                    int64_t size = -1) {
+    Push(MemoryEventType::kAlloc, tid, address, weight, frames, domain, size);
   }
   static void Free(uint64_t address) {
     Push(MemoryEventType::kFree, CurrentTid(), address, 0, {}, transport::kDomainNative);
@@ -345,6 +347,9 @@ class SessionHarness : public testing::Test {
   int64_t LiveAtPeak(pid_t tid, const std::vector<std::string>& lines) const {
     return session_->memory()->LiveAtPeak(Stack(tid, lines));
   }
+  double LiveAtPeakVariance(pid_t tid, const std::vector<std::string>& lines) const {
+    return session_->memory()->LiveAtPeakVariance(Stack(tid, lines));
+  }
   int64_t LiveAtPeak(const std::string& where) const {
     return session_->memory()->LiveAtPeak(Line(where));
   }
@@ -393,14 +398,14 @@ class SessionHarness : public testing::Test {
   }
 
   static void Push(MemoryEventType type, pid_t tid, uint64_t address, int64_t weight,
-                   const std::vector<RawFrame>& frames, uint8_t domain) {
+                   const std::vector<RawFrame>& frames, uint8_t domain, int64_t size = -1) {
     transport::MemoryEvent ev{};
     ev.type = type;
     ev.domain = domain;
     ev.nframes = static_cast<uint16_t>(frames.size());
     ev.tid = tid;
     ev.address = address;
-    ev.size = weight;
+    ev.size = size < 0 ? weight : size;
     ev.weight = weight;
     ev.time_ns = MonotonicNowNs();
     static const RawFrame kNone[1] = {};  // never a null source, even for no bytes (as the hooks)

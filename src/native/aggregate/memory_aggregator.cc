@@ -65,6 +65,8 @@ void MemoryAggregator::Process(const transport::MemoryEvent& ev, const RawFrame*
       Touch(c);
       c.free_bytes += it->second.weight;
       c.live_bytes -= it->second.weight;
+      c.live_variance -= it->second.variance;
+      if (c.live_variance < 0) c.live_variance = 0;  // rounding: a sum of removed terms
       if (it->second.line >= 0) {
         LineMemory& l = lines_[it->second.line];
         Touch(l);
@@ -110,6 +112,11 @@ void MemoryAggregator::Process(const transport::MemoryEvent& ev, const RawFrame*
     c.alloc_native_bytes += ev.weight;
   }
   c.live_bytes += ev.weight;
+  // Horvitz-Thompson: a block of s bytes sampled with p = s / w contributes w^2 (1 - p) =
+  // w (w - s) to the estimate's variance (0 when s >> T: such blocks are counted exactly).
+  const double variance = static_cast<double>(ev.weight) *
+                          static_cast<double>(ev.weight > ev.size ? ev.weight - ev.size : 0);
+  c.live_variance += variance;
   ++c.alloc_samples;
   const int32_t line = AttributionLine(ids_);
   if (line >= 0) {
@@ -118,7 +125,7 @@ void MemoryAggregator::Process(const transport::MemoryEvent& ev, const RawFrame*
     l.live_bytes += ev.weight;
     l.changed_at_ns = ev.time_ns;
   }
-  live_blocks_.emplace(ev.address, LiveBlock{stack, line, ev.weight});
+  live_blocks_.emplace(ev.address, LiveBlock{stack, line, ev.weight, variance});
 }
 
 int32_t MemoryAggregator::AttributionLine(const std::vector<uint32_t>& frame_ids) {

@@ -78,6 +78,10 @@ class MemoryAggregator {
   int64_t LiveAtPeak(const LineMemory& l) const {
     return l.peak_epoch == peak_epoch_ ? l.live_at_epoch_start : l.live_bytes;
   }
+  // The estimated variance of LiveAtPeak(c) (bytes^2).
+  double LiveAtPeakVariance(const StackCounters& c) const {
+    return c.peak_epoch == peak_epoch_ ? c.variance_at_epoch_start : c.live_variance;
+  }
   const std::vector<TimePoint>& timeline() const { return timeline_; }
   const std::vector<LineMemory>& lines() const { return lines_; }
   int64_t peak_events() const { return peak_events_; }
@@ -89,6 +93,7 @@ class MemoryAggregator {
     uint32_t stack;
     int32_t line;  // index into lines_, -1 if no reported frame
     int64_t weight;
+    double variance;  // its term of the stack's live_variance
   };
 
   transport::MpscRing* Events() const;
@@ -97,6 +102,7 @@ class MemoryAggregator {
   void Touch(StackCounters& c) {
     if (c.peak_epoch != peak_epoch_) {
       c.live_at_epoch_start = c.live_bytes;
+      c.variance_at_epoch_start = c.live_variance;
       c.peak_epoch = peak_epoch_;
     }
   }

@@ -40,9 +40,14 @@ struct StackCounters {
   int64_t live_bytes = 0;
   int64_t copy_bytes = 0;
   int64_t alloc_samples = 0;
-  // Lazy peak snapshot: live_bytes as it was when peak epoch `peak_epoch` began.
+  // The estimated variance of live_bytes (bytes^2): the sum over its live sampled blocks of
+  // w (w - s), w the block's weight and s its size (docs/sampling.md); ~0 for large blocks.
+  double live_variance = 0;
+  // Lazy peak snapshot: live_bytes and live_variance as they were when peak epoch
+  // `peak_epoch` began.
   uint64_t peak_epoch = 0;
   int64_t live_at_epoch_start = 0;
+  double variance_at_epoch_start = 0;
   // GPU (gpu/gpu_aggregator.h): charged to the main thread's stack once per tick.
   int64_t gpu_util_ns = 0;       // GPU busy time (utilisation × tick length)
   int64_t gpu_peak_bytes = 0;    // most GPU memory the process held while this stack ran

@@ -71,6 +71,7 @@ struct Snapshot {
   struct MemoryStack {  // parallel to `stacks`
     int64_t alloc_python_bytes, alloc_native_bytes, free_bytes, live_bytes, live_at_peak_bytes,
         copy_bytes, alloc_samples;
+    double live_at_peak_variance;  // bytes^2 (aggregate/stack_table.h)
   };
   std::vector<MemoryStack> memory_stacks;
   struct MemoryLine {

@@ -66,7 +66,8 @@ def record_fields(acc: Sequence[int] | None, *, elapsed_s: float,
     out = {"alloc_python_bytes": m.alloc_python_bytes, "alloc_native_bytes": m.alloc_native_bytes,
            "free_bytes": m.free_bytes,
            "net_bytes": m.alloc_python_bytes + m.alloc_native_bytes - m.free_bytes,
-           "live_at_peak_bytes": m.live_at_peak_bytes, "copy_bytes": m.copy_bytes}
+           "live_at_peak_bytes": m.live_at_peak_bytes,
+           "live_at_peak_variance": round(m.live_at_peak_variance), "copy_bytes": m.copy_bytes}
     if with_copy_rate:
         out["copy_mb_s"] = m.copy_bytes / 1e6 / elapsed_s if elapsed_s > 0 else 0.0
     return out

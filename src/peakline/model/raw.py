@@ -68,7 +68,8 @@ MemoryStack = _row("MemoryStack", 'raw["memory"]["stacks"]: parallel to raw["sta
     "live_at_peak_bytes",  # live when the heap reached its peak
     "copy_bytes",          # memcpy family
     "alloc_samples",
-])
+    "live_at_peak_variance",  # float, bytes^2: the estimated variance of live_at_peak_bytes
+], defaults=(0.0,))
 MemoryLine = _row("MemoryLine", 'raw["memory"]["lines"]: per reported line, its live bytes.', [
     "file",
     "lineno",
