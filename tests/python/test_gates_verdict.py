@@ -13,7 +13,7 @@ from synthetic_memory import PEAK_BYTES, with_memory
 
 from peakline.errors import UsageError
 from peakline.gates import writers
-from peakline.gates.verdict import judge, render_text
+from peakline.gates.verdict import judge, line_growth_limit, render_text
 from peakline.model.profile import Gpu
 
 MiB = 1 << 20
@@ -129,3 +129,47 @@ def test_baseline_of_itself_passes_and_growth_is_named(mem):
     # a growth within the sampling noise of a sampled line is not a regression
     line.live_at_peak_bytes = 60 * MiB + mem.memory.sampling_interval_bytes
     assert result(judge([grown], {"tolerance": 0}, baseline=mem), "baseline_line_peak").ok
+
+
+T = 512 * 1024
+
+
+@pytest.mark.parametrize("samples, grown", [(16, 96), (200, 400)])
+def test_an_unchanged_line_of_small_objects_is_not_called_grown(samples, grown):
+    # Two runs of the same program: a line of small objects holds B bytes in both; each
+    # profile estimates it as T x Poisson(B / T), with variance estimate T x T per sample
+    # (w (w - s), s << T). 100,000 such pairs drawn with a fixed seed: the limit lets through
+    # all but a few (4 sd of the difference: ~3e-5; 3 sd of the new figure alone, the bound
+    # for profiles without the variance, let 0.5-1.3% through). A line that grew by 7-8 sd of
+    # the difference (8 MiB -> 48 MiB; 100 MiB -> 200 MiB) is caught.
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(20261202)
+
+    def over(before, after):
+        return int(after) * T > line_growth_limit(int(before) * T, int(after) * T, 1.1, interval=T,
+                                         before_variance=float(before) * T * T,
+                                         after_variance=float(after) * T * T)
+
+    before, again = rng.poisson(samples, 100_000), rng.poisson(samples, 100_000)
+    false_alarms = sum(over(b, a) for b, a in zip(before, again))
+    assert false_alarms <= 10, false_alarms
+    caught = sum(over(b, a) for b, a in zip(before, rng.poisson(grown, 100_000)))
+    assert caught >= 0.99 * 100_000, caught
+    # Without the variances: the old bound, and its false alarms.
+    old = sum(int(a) * T > line_growth_limit(int(b) * T, int(a) * T, 1.1, interval=T)
+              for b, a in zip(before, again))
+    assert old > 100 * false_alarms + 100, (old, false_alarms)
+
+
+def test_a_line_of_large_blocks_is_held_to_the_tolerance_alone():
+    # Blocks much larger than T are counted exactly (variance ~0): a 100 MiB line that grew by
+    # 20% fails a 10% tolerance; by 9%, it passes. The bound T x bytes (no variances) would
+    # have let 20% through (3 x sqrt(T x 120 MiB) = 24.6 MB of "noise").
+    MiB = 1 << 20
+    limit = line_growth_limit(100 * MiB, 120 * MiB, 1.1, interval=T, before_variance=0.0,
+                              after_variance=0.0)
+    assert limit == 110 * MiB
+    assert line_growth_limit(100 * MiB, 120 * MiB, 1.1, interval=T) > 120 * MiB
+    # A line new since the baseline (held 0 there, exactly) may hold one interval of noise.
+    assert line_growth_limit(0, T, 1.1, interval=T, before_variance=0.0,
+                             after_variance=float(T) * T) == 4 * T

@@ -17,8 +17,8 @@ Baseline comparisons: memory is compared exactly (``limit`` = baseline x (1 + to
 CPU time, which varies between runs, is the median of the ``--repeat`` runs and gets a noise
 allowance on top: CPU_NOISE_FLOOR_S (at least two CPU sampling intervals) plus the spread
 (largest - smallest) of the repeated runs. A line's memory at the peak is a sampled estimate, so a
-line only counts as grown when its growth also exceeds the sampling noise (3 standard
-deviations: 3 x sqrt(T x bytes), at least T, T = the memory sampling interval).
+line only counts as grown when its growth also exceeds the sampling noise of the difference of
+the two estimates (line_growth_limit).
 """
 
 from __future__ import annotations
@@ -301,6 +301,25 @@ def _against_baseline(runs: Sequence[Profile], base: Profile, tolerance_pct: flo
     return results
 
 
+def line_growth_limit(before: int, after: int, factor: float, *, interval: int,
+                      before_variance: float | None = None,
+                      after_variance: float | None = None) -> int:
+    """The most a line may hold at the peak (``after``) against its baseline (``before``):
+    ``before x factor``, and at least ``before`` + the sampling noise of the difference.
+
+    Both figures are estimates. With each one's variance (``live_at_peak_variance``,
+    docs/sampling.md) the noise is 4 standard deviations of their difference, at least one
+    sampling interval T: a line of small objects that did not change exceeds the limit in
+    about 3 comparisons in 100,000, and a line of large blocks, counted exactly (variance ~0),
+    is held to the tolerance alone. Profiles written before the variance was recorded fall back
+    to 3 x sqrt(T x after), a bound that is tight only for small objects."""
+    if before_variance is not None and after_variance is not None:
+        noise = max(interval, 4.0 * math.sqrt(before_variance + after_variance))
+    else:
+        noise = max(interval, 3.0 * math.sqrt(interval * after))
+    return int(max(before * factor, before + noise))
+
+
 def grown_lines(base: Profile, new: Profile, tolerance_pct: float) -> list[dict[str, Any]]:
     """Lines of ``new`` holding more at the peak than their match in ``base``, most grown first
     (``ok``: within tolerance or sampling noise; ``limit``: the most that would be ok)."""
@@ -315,8 +334,11 @@ def grown_lines(base: Profile, new: Profile, tolerance_pct: float) -> list[dict[
         before = (old[match].live_at_peak_bytes or 0) if match else 0
         if after <= before:
             continue
-        noise = max(interval, 3.0 * math.sqrt(interval * after))
-        limit = int(max(before * factor, before + noise))
+        # A line with no match held 0 in the baseline, exactly.
+        before_variance = old[match].live_at_peak_variance if match else 0
+        limit = line_growth_limit(before, after, factor, interval=interval,
+                                  before_variance=before_variance,
+                                  after_variance=ln.live_at_peak_variance)
         entry = _line_entry(f, ln.lineno, before=before, after=after, change=after - before,
                             limit=limit, ok=after <= limit)
         if match and match != (f, ln.lineno):
