@@ -52,7 +52,11 @@ def test_builtin_and_extension_calls_are_native_time(cpu_split, name):
 def test_sleep_is_wait_time_not_cpu(cpu_split):
     path = PROGRAMS / "cpu_split.py"
     rec = line_record(cpu_split, path, marked_lines(path)["sleep"])
-    assert 0.7 <= rec["wait_s"] <= 1.0, rec
+    # The 0.8 s sleep is off-CPU time: waiting, and on a loaded machine some run delay too (the
+    # wake-ups runnable but not scheduled; with a compiler running beside the test, wait alone
+    # once read 0.686 s).
+    assert 0.7 <= rec["wait_s"] + rec.get("run_delay_s", 0.0) <= 1.0, rec
+    assert rec["wait_s"] >= 0.5, rec
     assert cpu_s(rec) < 0.03, rec
 
 
