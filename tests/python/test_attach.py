@@ -391,16 +391,17 @@ def test_the_agents_own_allocations_are_not_in_the_targets_memory_figures(target
     """The target allocates nothing while attached (a sleep loop); each profile_so_far makes
     the agent's control thread build the raw data (with that thread counted: a 73 KB peak,
     and 13-16 sampled allocations over 40 snapshots, measured on 3.14). Truth: 0 for the
-    program. What peakline runs on the target's main thread is still counted, on the line the
-    target is on: the agent's start (begin, _send) and, at the first snapshot, the file
-    filter's first decisions (FileSelection.is_reported -> realpath). Measured at a 1 KiB
-    interval with 3.11's injector: 41-70 KB, one-off (1 sample at 0 snapshots, 40-68 at 10 or
-    40), so at 512 KiB 0.08-0.14 samples are expected and "<= 1" failed ~1 run in 300 (up to
-    1 in 120). "<= 3" fails with odds < 2e-5 and still catches the control thread's own
-    allocations counted (13-16 samples)."""
+    program. The file filter's decisions, which the core asks for on whatever thread needs
+    them (the target's main thread when a code object is freed there), are peakline's own work
+    and not sampled (hooks::OwnWorkScope): they were 40-70 KB at a 1 KiB interval. What is
+    still counted on the line the target is on is the tail of the agent's start on the main
+    thread: 2-5 samples at this 1 KiB interval (3.11's injector, 5 runs of 40 snapshots), so
+    "<= 20" has odds far below 1e-6 of failing and catches the filter's work counted (40-70)
+    as well as the control thread's (thousands at 1 KiB)."""
     t = target("idle", "60")
     t.wait_for("idle")
-    attachment = Attachment.attach(t.proc.pid, SessionOptions(memory=True))
+    attachment = Attachment.attach(t.proc.pid, SessionOptions(
+        memory=True, memory_sampling_interval_bytes=1024))
     try:
         for _ in range(40):
             attachment.profile_so_far()
@@ -408,7 +409,7 @@ def test_the_agents_own_allocations_are_not_in_the_targets_memory_figures(target
     finally:
         attachment.close()
     memory = profile.to_dict()["memory"]
-    assert memory["alloc_samples"] <= 3, memory
+    assert memory["alloc_samples"] <= 20, memory
     assert profile.peak_bytes < 48 * 1024, (profile.peak_bytes, memory)
 
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "aggregate/stack_table.h"
+#include "hooks/allocation_hooks.h"
 
 namespace peakline::aggregate {
 
@@ -39,6 +40,7 @@ class ReportedFiles {
       // reference into the tables across this call. (Inside a deallocation, the code-dealloc
       // hook has already set any pending exception aside.)
       const std::string& file = table_->strings()[file_id];
+      hooks::OwnWorkScope own;  // peakline's work, on whichever thread asks
       PyObject* name = PyUnicode_FromStringAndSize(file.data(), static_cast<Py_ssize_t>(file.size()));
       PyObject* result = name ? PyObject_CallOneArg(filter_, name) : nullptr;
       reported = result != nullptr && PyObject_IsTrue(result) == 1;

@@ -238,7 +238,9 @@ void TrackSample(HookThreadState& s, void* ptr, size_t size, uint8_t domain) {
 // Sampling of a new block (requested size).
 void SampleAlloc(HookThreadState& s, void* ptr, size_t size, uint8_t domain) {
   EnsureSession(s);
-  if (s.alloc.Record(static_cast<int64_t>(size), g_alloc_mean)) TrackSample(s, ptr, size, domain);
+  if (s.alloc.Record(static_cast<int64_t>(size), g_alloc_mean) && s.own_work == 0) {
+    TrackSample(s, ptr, size, domain);
+  }
 }
 
 inline void SampleFree(HookThreadState& s, void* ptr) {
@@ -300,7 +302,7 @@ __attribute__((noinline, cold)) void CopySlow(HookThreadState& s, int64_t n) {
   }
   BusyScope busy(s);
   EnsureSession(s);
-  if (!s.copy.Record(n, g_copy_mean)) return;
+  if (!s.copy.Record(n, g_copy_mean) || s.own_work != 0) return;
   g_copy_samples.fetch_add(1, std::memory_order_relaxed);
   PushEvent(s, MemoryEventType::kCopy, 0, 0, n, ByteSampler::Weight(n, g_copy_mean), 0, true);
 }
@@ -582,6 +584,9 @@ MemoryHookStats HookStats() {
 
 void MarkCurrentThreadInternal() { t_state.internal = true; }
 
+OwnWorkScope::OwnWorkScope() { ++t_state.own_work; }
+OwnWorkScope::~OwnWorkScope() { --t_state.own_work; }
+
 void PatchObjectsLoadedSince(SymbolPatcher* other) {
   HookThreadState& s = t_state;
   BusyScope busy(s);  // the patchers allocate; those are peakline's bytes
@@ -644,7 +649,7 @@ bool PythonSamplingPoint(HookThreadState& s, size_t size) {
   }
   BusyScope busy(s);
   EnsureSession(s);
-  return s.alloc.Record(static_cast<int64_t>(size), g_alloc_mean);
+  return s.alloc.Record(static_cast<int64_t>(size), g_alloc_mean) && s.own_work == 0;
 }
 
 void AnnouncePendingPeak(HookThreadState& s) {

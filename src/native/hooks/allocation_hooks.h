@@ -74,6 +74,20 @@ MemoryHookStats HookStats();
 // not counted.
 void MarkCurrentThreadInternal();
 
+// While one lives, the calling thread runs peakline's own work on the program's behalf: the core
+// calling into Python on whatever thread needs the answer (the file filter, the dynamic-code
+// locator), a program's thread among them -- a code object freed on the main thread asks the
+// filter about its file. Its allocations and copies are not sampled (a sampling point in
+// their bytes is dropped), so nothing of it lands on the program's line; they still count in
+// the exact totals, and their frees are seen as any.
+class OwnWorkScope {
+ public:
+  OwnWorkScope();
+  ~OwnWorkScope();
+  OwnWorkScope(const OwnWorkScope&) = delete;
+  OwnWorkScope& operator=(const OwnWorkScope&) = delete;
+};
+
 class SymbolPatcher;
 // After a dlopen (hooks/process_hooks.cc): patches newly loaded objects for `other` and for
 // the allocation hooks, as peakline (the patchers' own allocations are not counted).

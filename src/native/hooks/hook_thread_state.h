@@ -33,6 +33,7 @@ struct HookThreadState {
   int32_t busy;          // inside a hook's own bookkeeping: nested calls pass straight through
   int32_t python_depth;  // inside a PyMem/PyObject call: underlying malloc/mmap not sampled
   bool internal;         // a peakline thread: nothing counted
+  int32_t own_work;      // in a call the core makes into Python (OwnWorkScope): not sampled
   int32_t tid;           // cached kernel thread id (0 = unknown)
   uint32_t session;      // the session whose samplers and delta this state holds
   bool exit_flush;       // a thread-exit destructor will flush `delta`

@@ -3,6 +3,8 @@
 #include <string>
 #include <string_view>
 
+#include "hooks/allocation_hooks.h"
+
 namespace peakline::python {
 
 namespace {
@@ -25,6 +27,7 @@ PyObject* g_dynamic_code_locator = nullptr;  // strong reference; GIL held
 // A Python call: it may hand the GIL over; code stays valid (frees are deferred meanwhile).
 std::string LocateDynamicCode(PyCodeObject* code, bool alive) {
   if (g_dynamic_code_locator == nullptr) return "";
+  hooks::OwnWorkScope own;  // peakline's work, on whichever thread asks
   PyObject* locator = g_dynamic_code_locator;
   Py_INCREF(locator);
 #if PY_VERSION_HEX >= 0x030B0000
