@@ -480,13 +480,11 @@ void OnForkChild() {
   // The child has no tick thread: stop counting rather than fill a ring nobody drains.
   g_counting.store(false, std::memory_order_relaxed);
   g_copies.store(false, std::memory_order_relaxed);
-  // The forking thread's cached id is the parent's, and the seed counter is the parent's:
-  // every child forked from one point would seed its next session's samplers alike and take
-  // the same samples of the same work (correlated, not independent, estimates), and its
-  // events would name the parent's thread.
+  // The forking thread's cached id is the parent's. It goes into the samplers' seed next to
+  // the seed counter, which every child inherits alike: with the parent's id, children forked
+  // from one point would take the same samples of the same work (correlated estimates), and
+  // their events would name the parent's thread. The child's own id (its pid) tells them apart.
   t_state.tid = 0;
-  g_seed.fetch_add(static_cast<uint64_t>(getpid()) * 0xD6E8FEB86659FD93ULL,
-                   std::memory_order_relaxed);
 }
 
 }  // namespace
