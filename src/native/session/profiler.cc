@@ -15,6 +15,7 @@
 #include "cpu/cpu_signal_handler.h"
 #include "cpu/native_thread_ids.h"
 #include "cpu/thread_cpu_timer.h"
+#include "cpu/thread_exit_tail.h"
 #include "hooks/allocation_hooks.h"
 #include "hooks/process_hooks.h"
 #include "hooks/pymem_hooks.h"
@@ -331,6 +332,7 @@ void ResetAfterForkInChild() {
   SetCpuSamplingEnabled(false);
   g_main_tstate.store(nullptr, std::memory_order_relaxed);
   ResetCpuHandlersAfterFork();
+  cpu::ForgetExitTailsAfterFork();
   g_excluded_tids.clear();  // the parent's threads; none of them exists in the child
   if (g_session == nullptr) return;
   if (g_memory_on) {

@@ -133,8 +133,15 @@ bool InterpreterFinalizing() {
 
 }  // namespace
 
+namespace {
+std::atomic<uint32_t> g_sessions{0};
+}  // namespace
+
 SamplingSession::SamplingSession(const SamplingSessionConfig& config)
-    : config_(config), resolver_(&table_), reported_(&table_, static_cast<PyObject*>(config.file_filter)) {
+    : config_(config),
+      resolver_(&table_),
+      reported_(&table_, static_cast<PyObject*>(config.file_filter)),
+      generation_(g_sessions.fetch_add(1, std::memory_order_relaxed) + 1) {
   excluded_tids_ = config_.excluded_tids;
   if (config_.memory) {
     memory_ = std::make_unique<MemoryAggregator>(
@@ -307,6 +314,7 @@ void SamplingSession::Tick(bool measure_wait, bool scan_native) {
   // Samples first: each charges the off-CPU time before it to its own line (ProcessSample),
   // and the tick charges only what came after the last of them to the current line.
   for (auto& [tid, slot] : slots_) DrainRing(slot);
+  ChargeExitTails();
   const int64_t now = MonotonicNowNs();
   if (measure_wait) {
     for (auto& [tid, slot] : slots_) {

@@ -36,6 +36,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -48,6 +49,7 @@
 #include "aggregate/stack_table.h"
 #include "aggregate/time_buckets.h"
 #include "cpu/thread_cpu_timer.h"
+#include "cpu/thread_exit_tail.h"
 #include "cpu/thread_slot.h"
 #include "gpu/gpu_aggregator.h"
 #include "python/code_resolver.h"
@@ -85,6 +87,7 @@ struct SamplingSessionConfig : ProfilerConfig {
   X(skipped_ticks)       /* the tick found another operation suspended in Python */        \
   X(deferred_code_frees) /* code objects freed while an operation was suspended */          \
   X(finished_threads)    /* threads whose CPU after their last sample was added */          \
+  X(exit_tails)          /* threads whose CPU after their announced end was added */        \
   X(run_delay_readings)  /* reads of a thread's schedstat (SplitRunDelay) */
 
 struct SamplingSessionStats {
@@ -201,6 +204,18 @@ class SamplingSession {
   // of the operation that was under way (EndOperation), on another thread.
   void CompleteThreadStart(const ThreadEvent& start) PEAKLINE_REQUIRES(python::gil);
   void CompleteThreadEnd(const ThreadEvent& end) PEAKLINE_REQUIRES(python::gil);
+  // Where a thread's end was charged (CompleteThreadEnd): its exit tail goes there too.
+  struct EndedThread {
+    uint32_t stack = 0;
+    bool native = false;
+    size_t summary = SIZE_MAX;  // its entry in retired_
+  };
+  void ChargeThreadCpu(const EndedThread& ended, int64_t cpu_ns, int64_t system_ns)
+      PEAKLINE_REQUIRES(python::gil);
+  // Owner only: the CPU threads ran between their announced end and their exit
+  // (cpu/thread_exit_tail.h), each to where its end went.
+  void ChargeExitTails() PEAKLINE_REQUIRES(python::gil);
+  static constexpr size_t kMaxWaitingExitTails = 4096;
   // An event of thread tid waits in pending_thread_events_: no tick registers or retires a
   // slot for it until then (its own slot, if any, is in the event).
   bool Queued(pid_t tid) const PEAKLINE_REQUIRES(python::gil);
@@ -269,6 +284,12 @@ class SamplingSession {
   // Threads that reported their end (ThreadFinishing) and may still be alive for a moment:
   // not registered again (a new slot would count their CPU from birth a second time).
   std::unordered_set<pid_t> finished_tids_;
+  // Threads whose end is charged and whose exit tail has not come yet; the tails taken
+  // whose end is not charged yet. Both owner only.
+  std::unordered_map<pid_t, EndedThread> ended_threads_;
+  std::vector<cpu::ExitTail> exit_tails_;
+  // This session among the process's sessions (an exit tail names the session it is for).
+  const uint32_t generation_;
   uint64_t seed_ = 0x2545F4914F6CDD1DULL;
 
   std::vector<uint32_t> scratch_ids_;

@@ -14,6 +14,7 @@
 
 #include "cpu/clock.h"
 #include "cpu/thread_cpu_timer.h"
+#include "cpu/thread_exit_tail.h"
 #include "python/python_frames.h"
 #include "session/sampling_session.h"
 
@@ -78,6 +79,8 @@ void SamplingSession::ThreadFinishing(pid_t tid) {
   ThreadEvent end{.start = false, .tid = tid, .cpu_ns = ThreadCpuTimeNs(tid)};
   rusage ru;
   if (getrusage(RUSAGE_THREAD, &ru) == 0) end.system_ns = cpu::TimevalNs(ru.ru_stime);
+  // What it runs from here to its exit comes back as an exit tail (ChargeExitTails).
+  cpu::ArmExitTail(generation_, end.cpu_ns, end.system_ns);
   if (busy_) {
     // Another operation is suspended in a Python callback (seen on 3.14 under load: the tick
     // in the file filter while a round of short threads starts and ends). Its owner completes
@@ -109,7 +112,28 @@ void SamplingSession::CompleteThreadEnd(const ThreadEvent& end) {
   }
   // The CPU since the last sample — all of it for a thread that never got one — goes to the
   // stack of its last sample, else to its stack at its end (threading's frames: stitched to
-  // where the main thread is, typically the line that starts or joins it).
+  // where the main thread is, typically the line that starts or joins it). So does what it
+  // runs after this point (its exit tail).
+  EndedThread ended{};
+  if (slot != nullptr && slot->has_last_stack) {
+    ended.stack = slot->last_stack;
+    ended.native = slot->last_native;
+  } else {
+    RawFrame frames[kMaxFrames];
+    const RawFrame* read = end.frames.data();
+    int n = static_cast<int>(end.frames.size());
+    if (!end.queued) {  // this is the thread itself: its stack is current
+      n = ReadPythonStack(PyThreadState_Get(), frames, kMaxFrames).nframes;
+      read = frames;
+    }
+    ResolveFrames(read, n, &scratch_ids_);
+    if (!reported_.AnyReported(scratch_ids_)) {
+      main_stack_valid_ = false;  // the main thread's stack now (GIL held: it cannot move)
+      MainThreadStack(&main_stack_);
+      scratch_ids_.insert(scratch_ids_.end(), main_stack_.begin(), main_stack_.end());
+    }
+    ended.stack = table_.StackIndex(tid, scratch_ids_.data(), scratch_ids_.size());
+  }
   const int64_t cpu = end.cpu_ns;
   const int64_t rest = slot != nullptr ? cpu - slot->base_cpu_ns - slot->cpu_ns : cpu;
   if (cpu >= 0 && rest > 0) {
@@ -119,31 +143,7 @@ void SamplingSession::CompleteThreadEnd(const ThreadEvent& end) {
       system = end.system_ns - last_system;
       system = system < 0 ? 0 : (system > rest ? rest : system);
     }
-    uint32_t index;
-    bool native = slot != nullptr && slot->last_native;
-    if (slot != nullptr && slot->has_last_stack) {
-      index = slot->last_stack;
-    } else {
-      RawFrame frames[kMaxFrames];
-      const RawFrame* read = end.frames.data();
-      int n = static_cast<int>(end.frames.size());
-      if (!end.queued) {  // this is the thread itself: its stack is current
-        n = ReadPythonStack(PyThreadState_Get(), frames, kMaxFrames).nframes;
-        read = frames;
-      }
-      ResolveFrames(read, n, &scratch_ids_);
-      if (!reported_.AnyReported(scratch_ids_)) {
-        main_stack_valid_ = false;  // the main thread's stack now (GIL held: it cannot move)
-        MainThreadStack(&main_stack_);
-        scratch_ids_.insert(scratch_ids_.end(), main_stack_.begin(), main_stack_.end());
-      }
-      index = table_.StackIndex(tid, scratch_ids_.data(), scratch_ids_.size());
-      native = false;
-    }
-    aggregate::StackCounters& c = table_.counters(index);
-    activity_.AddCpu(MonotonicNowNs(), rest);
-    (native ? c.cpu_native_ns : c.cpu_python_ns) += rest - system;
-    c.cpu_system_ns += system;
+    ChargeThreadCpu(ended, rest, system);
     ++stats_.finished_threads;
     if (slot != nullptr) {
       slot->cpu_ns += rest;
@@ -153,6 +153,43 @@ void SamplingSession::CompleteThreadEnd(const ThreadEvent& end) {
   }
   finished_tids_.insert(tid);
   if (slot != nullptr) Retire(slot);
+  if (!retired_.empty() && retired_.back().tid == tid) ended.summary = retired_.size() - 1;
+  ended_threads_[tid] = ended;
+}
+
+void SamplingSession::ChargeThreadCpu(const EndedThread& ended, int64_t cpu_ns,
+                                      int64_t system_ns) {
+  aggregate::StackCounters& c = table_.counters(ended.stack);
+  activity_.AddCpu(MonotonicNowNs(), cpu_ns);
+  (ended.native ? c.cpu_native_ns : c.cpu_python_ns) += cpu_ns - system_ns;
+  c.cpu_system_ns += system_ns;
+}
+
+void SamplingSession::ChargeExitTails() {
+  cpu::ExitTail taken[64];
+  for (size_t n; (n = cpu::TakeExitTails(taken, 64)) > 0;) {
+    for (size_t i = 0; i < n; ++i) {
+      if (taken[i].session == generation_) exit_tails_.push_back(taken[i]);
+    }
+  }
+  // A tail whose end is not completed yet (still queued) waits for a later tick.
+  size_t kept = 0;
+  for (const cpu::ExitTail& tail : exit_tails_) {
+    auto it = ended_threads_.find(tail.tid);
+    if (it == ended_threads_.end()) {
+      if (kept < kMaxWaitingExitTails) exit_tails_[kept++] = tail;
+      continue;
+    }
+    const int64_t system = tail.system_ns < 0 ? 0 : tail.system_ns;
+    ChargeThreadCpu(it->second, tail.cpu_ns, system);
+    const size_t summary = it->second.summary;
+    if (summary < retired_.size() && retired_[summary].tid == tail.tid) {
+      retired_[summary].cpu_ns += tail.cpu_ns;
+    }
+    ++stats_.exit_tails;
+    ended_threads_.erase(it);
+  }
+  exit_tails_.resize(kept);
 }
 
 bool SamplingSession::Queued(pid_t tid) const {

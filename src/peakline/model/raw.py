@@ -116,6 +116,7 @@ CPU_STATS = {
     "skipped_ticks": "ticks skipped: another thread was half-way through draining",
     "deferred_code_frees": "code objects freed while the core was in a Python callback",
     "finished_threads": "threads that reported their end (CPU to their end)",
+    "exit_tails": "threads whose CPU from their reported end to their exit was added",
     "run_delay_readings": "schedstat reads that split run delay off wait",
     "main_stack_readings": "main-thread stacks read for other threads' events",
     "cpu_signal": "the real-time signal the CPU timers send (-1: none installed)",
