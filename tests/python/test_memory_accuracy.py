@@ -148,6 +148,25 @@ def test_leak_is_flagged_but_not_a_bounded_cache_or_transient_memory(tmp_path):
     assert transient["leak_likelihood"] < 0.5, transient
 
 
+def test_a_slow_leak_of_large_buffers_is_flagged(tmp_path):
+    """The noise floor of the leak detector is the line's own variance: ~0 for buffers much
+    larger than the sampling interval, which the small-object bound 3 x sqrt(T x bytes)
+    would set at 36 MiB here, above the line's 24 MiB of growth."""
+    from peakline.model import leaks
+    res = run_peakline(["--no-report", "--memory-sampling-interval", "1MiB",
+                        str(PROGRAMS / "memory_slow_leak.py")], tmp_path)
+    assert res.returncode == 0, res.stderr
+    p = res.profile()
+    leak = rec(p, "leak", "memory_slow_leak.py")
+    # 36 buffers of 4 MiB, each sampled with odds 1 - e^-4: a missed one is 4 MiB less.
+    assert 120 * MiB <= leak["net_bytes"] <= 148 * MiB, leak["net_bytes"] / MiB
+    # Per sampled buffer w (w - s) = s^2 (1 - p) / p: 0.3 MiB^2, ~11 MiB^2 in all.
+    assert 0 < leak["net_variance"] <= 20 * MiB * MiB, leak["net_variance"] / MiB / MiB
+    assert leak["leak_likelihood"] >= 0.95, leak
+    # The same timeline judged with the small-object bound only: not a leak.
+    assert leaks.score(leak["timeline"], p["elapsed_s"], MiB)[0] == 0.0
+
+
 # Small Python objects under each allocator the wrappers may find underneath: pymalloc (a
 # sampled object is moved into a block from malloc, whose free the native hook sees), plain
 # malloc, mimalloc on 3.13+ (never calls malloc: the first sample switches to probe mode, the

@@ -125,7 +125,8 @@ constexpr auto kMemoryStackColumns = std::make_tuple(
     PEAKLINE_COLUMN(Snapshot::MemoryStack, live_at_peak_bytes),
     PEAKLINE_COLUMN(Snapshot::MemoryStack, copy_bytes),
     PEAKLINE_COLUMN(Snapshot::MemoryStack, alloc_samples),
-    PEAKLINE_COLUMN(Snapshot::MemoryStack, live_at_peak_variance));
+    PEAKLINE_COLUMN(Snapshot::MemoryStack, live_at_peak_variance),
+    PEAKLINE_COLUMN(Snapshot::MemoryStack, live_variance));
 constexpr auto kMemoryLineColumns = std::make_tuple(
     PEAKLINE_COLUMN(Snapshot::MemoryLine, file), PEAKLINE_COLUMN(Snapshot::MemoryLine, lineno),
     PEAKLINE_COLUMN(Snapshot::MemoryLine, live_bytes),

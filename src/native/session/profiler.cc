@@ -407,7 +407,8 @@ Snapshot SnapshotOf(const SamplingSession* session) {
       const aggregate::StackCounters& c = row.counters;
       snap.memory_stacks.push_back(Snapshot::MemoryStack{
           c.alloc_python_bytes, c.alloc_native_bytes, c.free_bytes, c.live_bytes,
-          mem->LiveAtPeak(c), c.copy_bytes, c.alloc_samples, mem->LiveAtPeakVariance(c)});
+          mem->LiveAtPeak(c), c.copy_bytes, c.alloc_samples, mem->LiveAtPeakVariance(c),
+          c.live_variance});
     }
     for (const LineMemory& l : mem->lines()) {
       Snapshot::MemoryLine line{strings[l.file_id], l.lineno, l.live_bytes, mem->LiveAtPeak(l), {}};

@@ -72,6 +72,7 @@ struct Snapshot {
     int64_t alloc_python_bytes, alloc_native_bytes, free_bytes, live_bytes, live_at_peak_bytes,
         copy_bytes, alloc_samples;
     double live_at_peak_variance;  // bytes^2 (aggregate/stack_table.h)
+    double live_variance;          // bytes^2: of live_bytes (now, or at the session's end)
   };
   std::vector<MemoryStack> memory_stacks;
   struct MemoryLine {

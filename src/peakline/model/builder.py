@@ -365,7 +365,7 @@ def _files(lines: dict[str, dict[int, _Acc]],
                 record.update(memory_builder.leak_fields(
                     timelines.get((filename, lineno), []), elapsed_s,
                     raw_memory.get("stats", {}).get("sampling_interval_bytes", 0),
-                    net_bytes=record["net_bytes"],
+                    net_bytes=record["net_bytes"], net_variance=record["net_variance"],
                     import_net_bytes=memory.import_net.get(filename, {}).get(lineno, 0)))
             line_records.append(record)
         function_records = []

@@ -9,9 +9,14 @@ run. Two things must both be true:
    one-sided confidence Phi(z). A cache that grew early and then plateaus only wanders there.
 2. *By more than sampling noise*: the growth over the second half exceeds both 5% of what the
    line holds at the end and 3 standard deviations of the estimate. Per-line bytes are sums
-   of Horvitz-Thompson weights; their variance is at most T x bytes (T = the sampling
-   interval), so the noise floor is 3 * sqrt(T * final bytes). Memory freed soon after it is
-   allocated holds ~nothing at the end and fails this too.
+   of Horvitz-Thompson weights; the variance of what the line holds at the end is estimated
+   from its own samples (the profile's ``net_variance``: ~T x bytes for small objects, ~0 for
+   blocks much larger than the sampling interval T, which are counted exactly). What a
+   leaking line adds in the second half is a part of what it holds at the end, so its
+   variance is at most that. Without the estimate (a profile written before it) the noise
+   floor is the small-object bound, 3 * sqrt(T * final bytes), which hides the slow growth
+   of a line of large blocks (20 MB of 200 MB of 2 MiB buffers at T = 512 KiB). Memory
+   freed soon after it is allocated holds ~nothing at the end and fails this too.
 
 ``leak_likelihood`` = trend when (2) holds, else 0; ``leak_rate_bytes_s`` is the least-squares
 slope of live bytes over the second half of the run (0 when not leaking). Lines are flagged in
@@ -65,8 +70,11 @@ def _slope(points: Sequence[tuple[float, float]]) -> float:
 
 
 def score(timeline: Sequence[Sequence[float]], end_s: float,
-          sampling_interval_bytes: float = 0.0) -> tuple[float, float]:
-    """(leak_likelihood, leak_rate_bytes_s) of one line's ``[[t_s, live_bytes], ...]``."""
+          sampling_interval_bytes: float = 0.0,
+          final_variance: float | None = None) -> tuple[float, float]:
+    """(leak_likelihood, leak_rate_bytes_s) of one line's ``[[t_s, live_bytes], ...]``;
+    final_variance: the estimated variance of its live bytes at the end (bytes^2), None if
+    not known."""
     points = [(float(t), float(v)) for t, v in timeline]
     if not points:
         return 0.0, 0.0
@@ -78,7 +86,9 @@ def score(timeline: Sequence[Sequence[float]], end_s: float,
     start = points[0][0]
     mid = start + (end_s - start) / 2
     recent_growth = final - _value_at(points, mid)
-    noise = 3.0 * math.sqrt(max(sampling_interval_bytes, 0.0) * final)
+    if final_variance is None:
+        final_variance = max(sampling_interval_bytes, 0.0) * final
+    noise = 3.0 * math.sqrt(max(final_variance, 0.0))
     if recent_growth < max(RECENT_GROWTH_SHARE * final, noise):
         return 0.0, 0.0
     second_half = [(mid, _value_at(points, mid))] + [p for p in points if p[0] > mid]

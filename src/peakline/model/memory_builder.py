@@ -67,7 +67,8 @@ def record_fields(acc: Sequence[int] | None, *, elapsed_s: float,
            "free_bytes": m.free_bytes,
            "net_bytes": m.alloc_python_bytes + m.alloc_native_bytes - m.free_bytes,
            "live_at_peak_bytes": m.live_at_peak_bytes,
-           "live_at_peak_variance": round(m.live_at_peak_variance), "copy_bytes": m.copy_bytes}
+           "live_at_peak_variance": round(m.live_at_peak_variance),
+           "net_variance": round(m.live_variance), "copy_bytes": m.copy_bytes}
     if with_copy_rate:
         out["copy_mb_s"] = m.copy_bytes / 1e6 / elapsed_s if elapsed_s > 0 else 0.0
     return out
@@ -129,6 +130,7 @@ def _monotonic_times(points: list[list[float]]) -> list[list[float]]:
 
 def leak_fields(timeline: list[list[float]], elapsed_s: float,
                 sampling_interval_bytes: int, *, net_bytes: int = 0,
+                net_variance: float | None = None,
                 import_net_bytes: int = 0) -> dict[str, Any]:
     """Leak scoring of one line. Memory a line holds because it imported a module (module
     objects, their code, caches filled at import) is not a leak, however the line's bytes grew:
@@ -141,6 +143,7 @@ def leak_fields(timeline: list[list[float]], elapsed_s: float,
     if net_bytes > 0 and 2 * import_net_bytes >= net_bytes:
         out.update(leak_likelihood=0.0, leak_rate_bytes_s=0.0)
         return out
-    likelihood, rate = leaks.score(timeline, elapsed_s, sampling_interval_bytes)
+    likelihood, rate = leaks.score(timeline, elapsed_s, sampling_interval_bytes,
+                                   final_variance=net_variance)
     out.update(leak_likelihood=round(likelihood, 6), leak_rate_bytes_s=rate)
     return out

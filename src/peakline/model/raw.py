@@ -69,7 +69,8 @@ MemoryStack = _row("MemoryStack", 'raw["memory"]["stacks"]: parallel to raw["sta
     "copy_bytes",          # memcpy family
     "alloc_samples",
     "live_at_peak_variance",  # float, bytes^2: the estimated variance of live_at_peak_bytes
-], defaults=(0.0,))
+    "live_variance",          # float, bytes^2: the estimated variance of live_bytes
+], defaults=(0.0, 0.0))
 MemoryLine = _row("MemoryLine", 'raw["memory"]["lines"]: per reported line, its live bytes.', [
     "file",
     "lineno",

@@ -36,7 +36,8 @@ _MEMORY_FIELDS = (_optional("alloc_python_bytes", _count, merge=SUM),
                   _optional("free_bytes", _count, merge=SUM),
                   _optional("net_bytes", _int, merge=SUM),
                   _optional("live_at_peak_bytes", _int, merge=SUM),
-                  _optional("live_at_peak_variance", _count, merge=SUM))
+                  _optional("live_at_peak_variance", _count, merge=SUM),
+                  _optional("net_variance", _count, merge=SUM))
 _COPY_BYTES = _optional("copy_bytes", _count, merge=SUM)
 # Merged profiles: how many processes ran the line or function.
 _PROCESSES = _optional("processes", _count)
