@@ -88,6 +88,7 @@ struct SamplingSessionConfig : ProfilerConfig {
   X(deferred_code_frees) /* code objects freed while an operation was suspended */          \
   X(finished_threads)    /* threads whose CPU after their last sample was added */          \
   X(exit_tails)          /* threads whose CPU after their announced end was added */        \
+  X(dropped_exit_tails)  /* such tails lost: the table was full (cpu/thread_exit_tail.h) */  \
   X(run_delay_readings)  /* reads of a thread's schedstat (SplitRunDelay) */
 
 struct SamplingSessionStats {
@@ -290,6 +291,8 @@ class SamplingSession {
   std::vector<cpu::ExitTail> exit_tails_;
   // This session among the process's sessions (an exit tail names the session it is for).
   const uint32_t generation_;
+  // The process's count of dropped exit tails when this session started.
+  const uint64_t dropped_exit_tails_at_start_ = cpu::DroppedExitTails();
   uint64_t seed_ = 0x2545F4914F6CDD1DULL;
 
   std::vector<uint32_t> scratch_ids_;

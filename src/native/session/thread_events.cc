@@ -166,6 +166,8 @@ void SamplingSession::ChargeThreadCpu(const EndedThread& ended, int64_t cpu_ns,
 }
 
 void SamplingSession::ChargeExitTails() {
+  stats_.dropped_exit_tails =
+      static_cast<int64_t>(cpu::DroppedExitTails() - dropped_exit_tails_at_start_);
   cpu::ExitTail taken[64];
   for (size_t n; (n = cpu::TakeExitTails(taken, 64)) > 0;) {
     for (size_t i = 0; i < n; ++i) {

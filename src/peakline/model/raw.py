@@ -118,6 +118,7 @@ CPU_STATS = {
     "deferred_code_frees": "code objects freed while the core was in a Python callback",
     "finished_threads": "threads that reported their end (CPU to their end)",
     "exit_tails": "threads whose CPU from their reported end to their exit was added",
+    "dropped_exit_tails": "such tails lost to a full table (that CPU is not counted)",
     "run_delay_readings": "schedstat reads that split run delay off wait",
     "main_stack_readings": "main-thread stacks read for other threads' events",
     "cpu_signal": "the real-time signal the CPU timers send (-1: none installed)",
