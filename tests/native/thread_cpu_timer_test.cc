@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cpu/clock.h"
+#include "cpu_burn.h"
 
 namespace peakline::cpu {
 namespace {
@@ -26,16 +27,8 @@ int64_t ClockNs(clockid_t clock) {
   return TimespecNs(ts);
 }
 
-int64_t OwnCpuNs() { return ClockNs(CLOCK_THREAD_CPUTIME_ID); }
-
-// Burns CPU on the calling thread until its own CPU clock advanced by ns.
-void BurnCpuNs(int64_t ns) {
-  const int64_t end = OwnCpuNs() + ns;
-  volatile uint64_t sink = 0;
-  while (OwnCpuNs() < end) {
-    for (int i = 0; i < 2000; ++i) sink = sink * 6364136223846793005ULL + 1;
-  }
-}
+using testing_support::BurnCpuNs;
+using testing_support::OwnCpuNs;
 
 TEST(ThreadCpuClockTest, MatchesPthreadGetcpuclockid) {
   clockid_t expected;

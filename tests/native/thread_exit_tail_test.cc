@@ -11,28 +11,18 @@
 
 #include "cpu/clock.h"
 #include "cpu/thread_cpu_timer.h"
+#include "cpu_burn.h"
 
 namespace peakline::cpu {
 namespace {
 
-int64_t OwnCpuNs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return TimespecNs(ts);
-}
+using testing_support::BurnCpuNs;
+using testing_support::OwnCpuNs;
 
 int64_t OwnSystemNs() {
   rusage ru;
   getrusage(RUSAGE_THREAD, &ru);
   return TimevalNs(ru.ru_stime);
-}
-
-void BurnCpuNs(int64_t ns) {
-  const int64_t end = OwnCpuNs() + ns;
-  volatile uint64_t sink = 0;
-  while (OwnCpuNs() < end) {
-    for (int i = 0; i < 2000; ++i) sink = sink * 6364136223846793005ULL + 1;
-  }
 }
 
 std::vector<ExitTail> TakeAll() {

@@ -115,9 +115,9 @@ def test_short_lived_threads_cpu_is_counted(tmp_path, n, iterations):
     (cpu/thread_exit_tail.h)."""
     if n == 400 and free_threaded_build():
         # A free-threaded 3.14 spends ~0.25 ms of CPU per thread after the thread's last Python
-        # code (tearing its thread state down: 0.05 ms with the GIL); 400 threads of ~1 ms lost
-        # ~25% of the loop's CPU there before the exit tail was read (3.14.0rc1t: 0.60 s of
-        # 0.80 s), and it has not been measured there since (docs/architecture.md).
+        # code (tearing its thread state down: 0.05 ms with the GIL); without the exit tail 400
+        # threads of ~1 ms lose ~25% of the loop's CPU there (3.14.0rc1t: 0.60 s of 0.80 s).
+        # The exit tail's effect there is not measured (docs/architecture.md).
         pytest.skip("sub-millisecond threads on free-threaded CPython: not yet measured with exit tails")
     path = PROGRAMS / "threads_lifetime.py"
     truth_file = tmp_path / "truth.json"

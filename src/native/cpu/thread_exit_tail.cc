@@ -2,13 +2,12 @@
 
 #include <pthread.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <atomic>
 
 #include "cpu/clock.h"
+#include "cpu/thread_cpu_timer.h"
 
 namespace peakline::cpu {
 namespace {
@@ -56,7 +55,7 @@ const bool g_key_ok = pthread_key_create(&g_key, [](void*) {
     uint32_t expected = kEmpty;
     if (e.state.compare_exchange_strong(expected, kWriting, std::memory_order_acquire,
                                         std::memory_order_relaxed)) {
-      e.tail = ExitTail{static_cast<pid_t>(syscall(SYS_gettid)), armed.session, cpu, system};
+      e.tail = ExitTail{CurrentTid(), armed.session, cpu, system};
       e.state.store(kFull, std::memory_order_release);
       g_full.fetch_add(1, std::memory_order_release);
       return;
